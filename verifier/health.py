@@ -1,0 +1,67 @@
+"""Health of the services KGV depends on: database, pgvector, Redis and Celery workers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+from kgv_web.celery import app as celery_app
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    ms: float
+
+
+def _timed(name: str, probe) -> Check:
+    started = time.perf_counter()
+    try:
+        ok, detail = probe()
+    except Exception as exc:  # a health check reports failures, it never raises
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    return Check(name, ok, detail, round((time.perf_counter() - started) * 1000, 1))
+
+
+def _database() -> tuple[bool, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        return True, f"PostgreSQL {cursor.fetchone()[0]}"
+
+
+def _pgvector() -> tuple[bool, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    return (True, f"pgvector {row[0]}") if row else (False, "the vector extension is not installed (run migrate)")
+
+
+def _redis() -> tuple[bool, str]:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        info = client.info("server")
+        return True, f"Redis {info['redis_version']}"
+    finally:
+        client.close()
+
+
+def _workers() -> tuple[bool, str]:
+    replies = celery_app.control.ping(timeout=1.0) or []
+    names = sorted(name for reply in replies for name in reply)
+    return (True, f"{len(names)} worker(s): {', '.join(names)}") if names else (False, "no Celery worker answered")
+
+
+def check_all() -> dict:
+    checks = [
+        _timed("database", _database),
+        _timed("pgvector", _pgvector),
+        _timed("redis", _redis),
+        _timed("worker", _workers),
+    ]
+    return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}

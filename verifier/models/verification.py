@@ -1,0 +1,158 @@
+"""The verification data path: task → run → steps → support items → review."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from verifier.models.kg import Entity, KnowledgeGraph, Relation
+
+
+class Verdict(models.TextChoices):
+    CORRECT = "correct", "Correct"
+    INCORRECT = "incorrect", "Incorrect"
+    NOT_ENOUGH_EVIDENCE = "not_enough_evidence", "Not enough evidence"
+
+
+class VerificationTask(models.Model):
+    """A flagged triple waiting for (or having had) an investigation."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        VERIFIED = "verified", "Verified"
+        REVIEWED = "reviewed", "Reviewed"
+
+    kg = models.ForeignKey(KnowledgeGraph, on_delete=models.CASCADE, related_name="tasks")
+    head = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="+")
+    relation = models.ForeignKey(Relation, on_delete=models.PROTECT, related_name="+")
+    tail = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_tasks"
+    )
+    # Where the flag came from (file name and line, an evaluation, a curator) and any gold label.
+    source = models.CharField(max_length=500, blank=True)
+    expected_label = models.BooleanField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["kg", "head", "relation", "tail"], name="task_unique_triple"),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.pk}: ({self.head_id}, {self.relation_id}, {self.tail_id})"
+
+
+class Run(models.Model):
+    """One investigation of a task by the agent (or a baseline) with a given configuration."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    task = models.ForeignKey(VerificationTask, on_delete=models.CASCADE, related_name="runs")
+    config = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    explanation = models.TextField(blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of task {self.task_id} ({self.status})"
+
+
+class Step(models.Model):
+    """One event of an investigation, numbered; persisted the moment it happens."""
+
+    class Kind(models.TextChoices):
+        PLAN = "plan", "Plan"
+        THOUGHT = "thought", "Thought"
+        ACTION = "action", "Action"
+        OBSERVATION = "observation", "Observation"
+        VERDICT = "verdict", "Verdict"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    content = models.TextField(blank=True)
+    tool = models.CharField(max_length=100, blank=True)
+    arguments = models.JSONField(default=dict, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="step_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"step {self.seq} ({self.kind}) of run {self.run_id}"
+
+
+class SupportItem(models.Model):
+    """Something a verdict cites: a triple, a path or a passage, under a key stable within the run."""
+
+    class Kind(models.TextChoices):
+        TRIPLE = "triple", "Triple"
+        PATH = "path", "Path"
+        PASSAGE = "passage", "Passage"
+        DEFINITION = "definition", "Definition"
+        WEB = "web", "Web snippet"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="support_items")
+    step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="support_items")
+    key = models.CharField(max_length=20)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    text = models.TextField()
+    payload = models.JSONField(default=dict, blank=True, help_text="ids of the entities/relations involved")
+    source = models.CharField(max_length=1000, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    cited = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run", "key"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="support_unique_key")]
+
+    def __str__(self) -> str:
+        return f"[{self.key}] {self.text[:60]}"
+
+
+class Review(models.Model):
+    class Decision(models.TextChoices):
+        ACCEPT = "accept", "Accept"
+        OVERRIDE = "override", "Override"
+        NOT_ENOUGH_EVIDENCE = "not_enough_evidence", "Not enough evidence"
+        COMMENT = "comment", "Comment"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True, help_text="final verdict")
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.decision} of run {self.run_id} by {self.reviewer_id}"
