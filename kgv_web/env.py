@@ -103,7 +103,8 @@ def database_from_url(url: str) -> dict:
         "HOST": host,
         "PORT": str(port or ""),
         "OPTIONS": options,
-        "CONN_MAX_AGE": 60,
+        # Under ASGI each request may run on another thread; persistent connections would pile up.
+        "CONN_MAX_AGE": 0,
         "CONN_HEALTH_CHECKS": True,
         "TEST": {"NAME": f"test_{name}"},
     }

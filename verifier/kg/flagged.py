@@ -1,0 +1,132 @@
+"""Reading and resolving files of flagged triples (CSV or TSV, by labels or by ids).
+
+Columns: head, relation, tail and optionally label (true/false, 1/0, correct/incorrect). A header row
+naming the columns is optional; without one the columns are taken in that order. Each term resolves to
+exactly one entity (relation) of the KG by id, then by label, then by alias, case-insensitively; an
+unknown or ambiguous term is a problem reported with its line number and the candidates.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db.models import Q
+from django.db.models.functions import Lower
+
+from verifier.kg.sources import Problem
+from verifier.models import Entity, KnowledgeGraph, Relation
+
+COLUMNS = ("head", "relation", "tail", "label")
+_LABELS = {
+    "true": True, "1": True, "correct": True, "yes": True, "positive": True,
+    "false": False, "0": False, "incorrect": False, "no": False, "negative": False,
+    "": None,
+}
+MAX_CANDIDATES_SHOWN = 5
+
+
+@dataclass
+class FlaggedRow:
+    line: int
+    head: str
+    relation: str
+    tail: str
+    label: bool | None
+
+
+@dataclass
+class ResolvedRow:
+    line: int
+    head_id: int
+    relation_id: int
+    tail_id: int
+    label: bool | None
+
+
+def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
+    problems: list[Problem] = []
+    rows: list[FlaggedRow] = []
+    delimiter = "\t" if path.suffix.lower() in {".tsv", ".txt"} else ","
+    try:
+        handle = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        return [], [Problem(path, 0, f"cannot read the file: {exc.strerror}")]
+    with handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        order = list(range(4))
+        for record in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in record):
+                continue
+            cells = [cell.strip() for cell in record]
+            if line == 1 and {c.lower() for c in cells} >= {"head", "relation", "tail"}:
+                lowered = [c.lower() for c in cells]
+                order = [lowered.index(name) if name in lowered else -1 for name in COLUMNS]
+                continue
+            if len(cells) not in (3, 4) and order == list(range(4)):
+                problems.append(Problem(path, line, f"expected 3 or 4 columns (head, relation, tail[, label]), got {len(cells)}"))
+                continue
+            values = [cells[i] if 0 <= i < len(cells) else "" for i in order]
+            head, relation, tail, label = values
+            if not (head and relation and tail):
+                problems.append(Problem(path, line, "head, relation and tail must all be given"))
+                continue
+            if label.lower() not in _LABELS:
+                problems.append(Problem(path, line, f"label {label!r} is not one of true/false, 1/0, correct/incorrect"))
+                continue
+            rows.append(FlaggedRow(line, head, relation, tail, _LABELS[label.lower()]))
+    return rows, problems
+
+
+class _Index:
+    """Lookup of the terms of a file against one model of one KG, in three set-based queries."""
+
+    def __init__(self, model, kg: KnowledgeGraph, terms: set[str]):
+        self.by_id: dict[str, int] = {}
+        self.by_name: dict[str, set[int]] = defaultdict(set)
+        self.by_alias: dict[str, set[int]] = defaultdict(set)
+        self.describe: dict[int, str] = {}
+        lowered = {t.lower() for t in terms}
+        matches = (
+            model.objects.filter(kg=kg)
+            .annotate(label_lower=Lower("label"))
+            .filter(Q(external_id__in=terms) | Q(label_lower__in=lowered) | Q(aliases__overlap=list(terms)))
+        )
+        for obj in matches.only("id", "external_id", "label", "description", "aliases"):
+            self.by_id[obj.external_id] = obj.pk
+            self.by_name[obj.label.lower()].add(obj.pk)
+            for alias in obj.aliases:
+                self.by_alias[alias.lower()].add(obj.pk)
+            self.describe[obj.pk] = f"{obj.external_id} ({obj.label}{': ' + obj.description if obj.description else ''})"
+
+    def resolve(self, term: str) -> tuple[int | None, str]:
+        if term in self.by_id:
+            return self.by_id[term], ""
+        for table in (self.by_name, self.by_alias):
+            found = table.get(term.lower(), set())
+            if len(found) == 1:
+                return next(iter(found)), ""
+            if len(found) > 1:
+                shown = "; ".join(self.describe[pk] for pk in sorted(found)[:MAX_CANDIDATES_SHOWN])
+                return None, f"{term!r} is ambiguous ({len(found)} matches: {shown})"
+        return None, f"{term!r} is not in the KG"
+
+
+def resolve_rows(kg: KnowledgeGraph, rows: list[FlaggedRow], path: Path) -> tuple[list[ResolvedRow], list[Problem]]:
+    entities = _Index(Entity, kg, {r.head for r in rows} | {r.tail for r in rows})
+    relations = _Index(Relation, kg, {r.relation for r in rows})
+    resolved: list[ResolvedRow] = []
+    problems: list[Problem] = []
+    for row in rows:
+        head, head_error = entities.resolve(row.head)
+        relation, relation_error = relations.resolve(row.relation)
+        tail, tail_error = entities.resolve(row.tail)
+        errors = [e for e in (head_error, relation_error, tail_error) if e]
+        if errors:
+            problems.append(Problem(path, row.line, "; ".join(errors)))
+            continue
+        resolved.append(ResolvedRow(row.line, head, relation, tail, row.label))  # type: ignore[arg-type]
+    return resolved, problems

@@ -1,0 +1,129 @@
+"""``manage.py demo`` — the whole product on one machine: migrate, load CoDEx-S, create a demo login,
+run the web server and a Celery worker until Ctrl-C, then stop everything this command started
+(including the embedded PostgreSQL and Redis, when it was the one to start them)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from kgv_web.embedded import embedded_dir
+from verifier import health
+from verifier.models import KnowledgeGraph
+
+DEMO_USERNAME = "demo"
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex((host, port)) != 0
+
+
+class Command(BaseCommand):
+    help = "Bring up KGV on embedded defaults: database, broker, demo data, web server and worker."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes")
+        parser.add_argument("--no-serve", action="store_true", help="prepare everything, then exit")
+
+    def handle(self, *args, **options):
+        host, port = options["host"], options["port"]
+        if not options["no_serve"] and not _port_free(host, port):
+            raise CommandError(f"port {port} on {host} is in use: stop what runs there or pass --port")
+
+        self.stdout.write("Migrating the database…")
+        call_command("migrate", interactive=False, verbosity=0)
+        self._load_demo_kg()
+        password = self._demo_login()
+        if options["no_serve"]:
+            return
+        self._serve(host, port, options["concurrency"], password)
+
+    def _load_demo_kg(self) -> None:
+        kg = KnowledgeGraph.objects.filter(name="codex-s").first()
+        if kg is not None and kg.version > 0:
+            self.stdout.write(f"CoDEx-S already loaded (version {kg.version}).")
+            return
+        self.stdout.write("Loading CoDEx-S (first start only: embedding 2,034 passages takes a few minutes)…")
+        call_command("load_kg", "codex-s")
+
+    def _demo_login(self) -> str:
+        """A demo user whose password is generated once and kept beside the embedded data."""
+        secret_file = embedded_dir() / "demo-password"
+        if not secret_file.exists():
+            secret_file.write_text(secrets.token_urlsafe(12))
+            secret_file.chmod(0o600)
+        password = secret_file.read_text().strip()
+        user, _ = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        return password
+
+    def _serve(self, host: str, port: int, concurrency: int, password: str) -> None:
+        python = sys.executable
+        bin_dir = Path(python).parent
+        children = [
+            subprocess.Popen(
+                [str(bin_dir / "daphne"), "-b", host, "-p", str(port), "kgv_web.asgi:application"],
+                cwd=settings.BASE_DIR,
+            ),
+            subprocess.Popen(
+                [str(bin_dir / "celery"), "-A", "kgv_web", "worker", "--loglevel", "INFO",
+                 "--concurrency", str(concurrency), "--hostname", "kgv-demo@%h"],
+                cwd=settings.BASE_DIR,
+            ),
+        ]
+        stopping = False
+
+        def stop(*_):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            self._wait_until_healthy(children, lambda: stopping)
+            url = f"http://{host}:{port}/"
+            self.stdout.write(self.style.SUCCESS(
+                f"\nKGV is up at {url}\n  sign in as '{DEMO_USERNAME}' with password '{password}'\n"
+                f"  health: {url}health/\nPress Ctrl-C to stop.\n"
+            ))
+            while not stopping and all(child.poll() is None for child in children):
+                time.sleep(0.5)
+            if not stopping:
+                raise CommandError("a KGV process exited unexpectedly; see the output above")
+        finally:
+            self.stdout.write("Stopping the web server and the worker…")
+            for child in children:
+                if child.poll() is None:
+                    child.terminate()
+            for child in children:
+                try:
+                    child.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+
+    def _wait_until_healthy(self, children, stopping, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not stopping():
+            if any(child.poll() is not None for child in children):
+                raise CommandError("a KGV process exited during start-up; see the output above")
+            if health.check_all()["ok"]:
+                return
+            time.sleep(1)
+        if not stopping():
+            raise CommandError(f"the services did not become healthy within {timeout:.0f}s")
