@@ -1,0 +1,124 @@
+"""The protocol every KG backend implements, and the plain values it returns.
+
+Backends (the Postgres local store, a SPARQL endpoint such as Wikidata) answer a handful of questions:
+find entities/relations by name, describe one, list an entity's edges, find short paths between two
+entities. Tools (verifier/tools/) turn the answers into observations for the model; nothing here knows
+about prompts. Ids are the KG's own external ids (``Q42``, ``P27``, ``/m/02mjmr``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+MatchKind = Literal["id", "exact", "alias", "fuzzy", "embedding"]
+
+
+class BackendError(RuntimeError):
+    """The backend could not answer (endpoint down, timeout, malformed response). The message is
+    written for a curator and for the model: it says what failed and whether retrying may help."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An entity, relation or type by id, with its label for display."""
+
+    id: str
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.id
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A possible match of a name, with how it matched and a score in [0, 1]."""
+
+    id: str
+    label: str
+    description: str
+    match: MatchKind
+    score: float
+
+
+@dataclass
+class EntityProfile:
+    id: str
+    label: str
+    description: str = ""
+    aliases: list[str] = field(default_factory=list)
+    types: list[Ref] = field(default_factory=list)
+
+
+@dataclass
+class RelationProfile:
+    id: str
+    label: str
+    description: str = ""
+    aliases: list[str] = field(default_factory=list)
+    domain: list[Ref] = field(default_factory=list)
+    range: list[Ref] = field(default_factory=list)
+    # "declared" (the source states the constraint), "derived" (from observed heads/tails), or "".
+    schema_source: str = ""
+
+
+@dataclass(frozen=True)
+class Edge:
+    head: Ref
+    relation: Ref
+    tail: Ref
+
+    @property
+    def ids(self) -> tuple[str, str, str]:
+        return self.head.id, self.relation.id, self.tail.id
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """One hop of a path walked from its start: ``forward`` when the edge points the way we walk."""
+
+    edge: Edge
+    forward: bool
+
+
+@dataclass(frozen=True)
+class KGPath:
+    steps: tuple[PathStep, ...]
+
+    @property
+    def hops(self) -> int:
+        return len(self.steps)
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        return tuple(step.edge for step in self.steps)
+
+
+@runtime_checkable
+class KGBackend(Protocol):
+    """What a knowledge graph must answer for the tools."""
+
+    name: str
+
+    @property
+    def version(self) -> str:
+        """Changes whenever the data may have changed; part of every cache key."""
+
+    def find_entities(self, text: str, *, limit: int = 5) -> list[Candidate]:
+        """Entities whose id, label or alias matches ``text``, best first (exact before fuzzy)."""
+
+    def find_relations(self, text: str, *, limit: int = 5) -> list[Candidate]:
+        """Relations whose id, label or alias matches ``text``, best first."""
+
+    def entity(self, entity_id: str) -> EntityProfile | None: ...
+
+    def relation(self, relation_id: str) -> RelationProfile | None: ...
+
+    def edges(self, entity_id: str, *, limit: int = 500) -> list[Edge]:
+        """One-hop edges of the entity in both directions (it is the head or the tail)."""
+
+    def paths(self, source_id: str, target_id: str, *, max_hops: int = 3, limit: int = 20,
+              exclude: frozenset[tuple[str, str, str]] = frozenset()) -> list[KGPath]:
+        """Shortest-first paths of 1..max_hops edges from source to target, edges in either direction,
+        never using an edge whose (head, relation, tail) ids are in ``exclude``."""
