@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Lower
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384  # all-MiniLM-L6-v2
@@ -62,7 +64,9 @@ class Entity(models.Model):
         verbose_name_plural = "entities"
         constraints = [models.UniqueConstraint(fields=["kg", "external_id"], name="entity_unique_per_kg")]
         indexes = [
-            models.Index(fields=["kg", "label"], name="entity_label_idx"),
+            # Name resolution: case-insensitive exact label, then trigram similarity on the label.
+            models.Index(F("kg"), Lower("label"), name="entity_label_lower_idx"),
+            GinIndex(OpClass(Lower("label"), name="gin_trgm_ops"), name="entity_label_trgm"),
             GinIndex(fields=["aliases"], name="entity_aliases_gin"),
             GinIndex(fields=["types"], name="entity_types_gin"),
         ]

@@ -1,0 +1,63 @@
+"""A small, hand-checkable KG in the local store, with passages, for the tool tests."""
+
+import pytest
+
+from verifier.evidence.corpus import PostgresCorpus
+from verifier.kg.loader import load_source
+from verifier.kg.sources import EntityRecord, KGSource, PassageRecord, RelationRecord, TypeRecord
+from verifier.kg.store import PostgresKG
+from verifier.tools.base import QueryTriple, ToolContext
+
+ENTITIES = [
+    EntityRecord("Q42", "Douglas Adams", "English writer and humorist", ["Douglas Noel Adams"], ["Q5"]),
+    EntityRecord("Q145", "United Kingdom", "country in north-western Europe", ["UK", "Britain"], ["Q6256"]),
+    EntityRecord("Q350", "Cambridge", "city in Cambridgeshire, England", [], ["Q515"]),
+    EntityRecord("Q691283", "St John's College", "constituent college of the University of Cambridge", [], ["Q2385804"]),
+    EntityRecord("Q90", "Paris", "capital of France", [], ["Q515"]),
+    EntityRecord("Q830149", "Paris", "city in Texas, United States", [], ["Q515"]),
+    EntityRecord("Q142", "France", "country in western Europe", [], ["Q6256"]),
+    EntityRecord("Q25", "Wales", "country of the United Kingdom", [], []),
+    EntityRecord("Q3107329", "The Hitchhiker's Guide to the Galaxy", "comedy science fiction franchise", [], []),
+]
+RELATIONS = [
+    RelationRecord("P27", "country of citizenship", "the object is a country that recognizes the subject as its citizen"),
+    RelationRecord("P19", "place of birth", "most specific known birth location of a person"),
+    RelationRecord("P69", "educated at", "educational institution attended by subject"),
+    RelationRecord("P17", "country", "sovereign state that this item is in"),
+    RelationRecord("P131", "located in the administrative territorial entity", ""),
+    RelationRecord("P800", "notable work", "notable scientific, artistic or literary work"),
+    RelationRecord("P47", "shares border with", ""),
+]
+TRIPLES = [
+    ("Q42", "P27", "Q145"),  # the query triple in most tests
+    ("Q42", "P19", "Q350"),
+    ("Q42", "P69", "Q691283"),
+    ("Q42", "P800", "Q3107329"),
+    ("Q350", "P17", "Q145"),
+    ("Q691283", "P131", "Q350"),
+    ("Q90", "P17", "Q142"),
+    ("Q145", "P47", "Q142"),
+    ("Q25", "P131", "Q145"),
+]
+PASSAGES = [
+    PassageRecord("Q42", "Douglas Noel Adams was an English author, humourist, and screenwriter, best known for "
+                  "The Hitchhiker's Guide to the Galaxy. Adams was born in Cambridge. He was educated at St John's "
+                  "College, Cambridge. He lived in London and later moved to Santa Barbara.", url="https://en.wikipedia.org/wiki/Douglas_Adams"),
+    PassageRecord("Q350", "Cambridge is a university city in England, United Kingdom. It lies on the River Cam.",
+                  url="https://en.wikipedia.org/wiki/Cambridge"),
+    PassageRecord("Q90", "Paris is the capital and largest city of France. It is known for the Eiffel Tower."),
+]
+
+
+@pytest.fixture
+def world_kg(db):
+    source = KGSource("world", "World", "", triples=lambda: iter(TRIPLES), entities=ENTITIES, relations=RELATIONS,
+                      passages=PASSAGES, types=[TypeRecord("Q5", "human"), TypeRecord("Q6256", "country"), TypeRecord("Q515", "city")])
+    return load_source(source).kg
+
+
+@pytest.fixture
+def world(world_kg):
+    """A tool context on the world KG, verifying (Douglas Adams, country of citizenship, United Kingdom)."""
+    query = QueryTriple("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
+    return ToolContext(kg=PostgresKG(world_kg), corpus=PostgresCorpus(world_kg), query=query)
