@@ -47,25 +47,43 @@ def kg_definition(ctx: ToolContext, name: str) -> ToolResult:
     Args:
         name: an entity or relation, by label or id (e.g. "Douglas Adams", "Q42", "country of citizenship")
     """
+    query = ctx.query
+    if query is not None and name.casefold() in {query.relation.casefold(), query.relation_label.casefold()}:
+        return _relation_result(ctx, resolve_relation(ctx, name))
+    # An exact entity name wins; otherwise a relation name; otherwise a fuzzy entity match.
+    entity = resolve_entity(ctx, name)
+    if isinstance(entity, Resolved) and not entity.note:
+        return _entity_result(ctx, entity)
     relation = resolve_relation(ctx, name)
-    relation_is_exact = isinstance(relation, Resolved) and not relation.note
-    if not relation_is_exact:
-        entity = resolve_entity(ctx, name)
-        if isinstance(entity, Resolved):
-            profile = ctx.kg.entity(entity.id)
-            if profile is not None:
-                text = entity_text(profile)
-                source = f"{ctx.kg.name} ({ctx.kg.version})"
-                item = EvidenceItem("definition", text, {"entity": profile.id, "label": profile.label}, source)
-                return ToolResult(_with_note(text, entity.note), [item])
-        if not isinstance(relation, Resolved):
-            return ToolResult(entity.message if not isinstance(entity, Resolved) else relation.message, ok=False)
+    if isinstance(relation, Resolved) and (not relation.note or not isinstance(entity, Resolved)):
+        return _relation_result(ctx, relation)
+    if isinstance(entity, Resolved):
+        return _entity_result(ctx, entity)
+    return ToolResult(entity.message, ok=False)
+
+
+def _entity_result(ctx: ToolContext, entity: Resolved) -> ToolResult:
+    profile = ctx.kg.entity(entity.id)
+    if profile is None:
+        return ToolResult(f"The entity {entity.id} has no profile in {ctx.kg.name}.", ok=False)
+    text = entity_text(profile)
+    item = EvidenceItem("definition", text, {"entity": profile.id, "label": profile.label}, _source(ctx))
+    return ToolResult(_with_note(text, entity.note), [item])
+
+
+def _relation_result(ctx: ToolContext, relation) -> ToolResult:
+    if not isinstance(relation, Resolved):
+        return ToolResult(relation.message, ok=False)
     profile = ctx.kg.relation(relation.id)
     if profile is None:
         return ToolResult(f"The relation {relation.id} has no profile in {ctx.kg.name}.", ok=False)
     text = relation_text(profile)
-    item = EvidenceItem("definition", text, {"relation": profile.id, "label": profile.label}, f"{ctx.kg.name} ({ctx.kg.version})")
+    item = EvidenceItem("definition", text, {"relation": profile.id, "label": profile.label}, _source(ctx))
     return ToolResult(_with_note(text, relation.note), [item])
+
+
+def _source(ctx: ToolContext) -> str:
+    return f"{ctx.kg.name} ({ctx.kg.version})"
 
 
 def _with_note(text: str, note: str) -> str:
