@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -39,6 +40,19 @@ LLM_API_KEY = env_str("LLM_API_KEY", "not-needed")
 LLM_MODEL = env_str("LLM_MODEL", "local")
 LLM_TEMPERATURE = env_float("LLM_TEMPERATURE", 0.0, minimum=0.0, maximum=2.0)
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 120.0, minimum=1.0, maximum=3600.0)
+
+# Evidence sources for the tools.
+KGV_USER_AGENT = env_str("KGV_USER_AGENT", "KGV/0.1 (knowledge-graph verification workbench)")
+WIKIDATA_SPARQL_URL = env_url("WIKIDATA_SPARQL_URL", "https://query.wikidata.org/sparql", schemes=("http", "https"))
+SPARQL_TIMEOUT_SECONDS = env_float("SPARQL_TIMEOUT_SECONDS", 10.0, minimum=0.1, maximum=600.0)
+WIKIPEDIA_API_URL = env_url("WIKIPEDIA_API_URL", schemes=("http", "https"))  # empty: the local corpus only
+KGV_WIKI_ALPHA = env_float("KGV_WIKI_ALPHA", 0.5, minimum=0.0, maximum=1.0)
+try:  # web search is configured by WEB_SEARCH_PROVIDER / SEARXNG_URL / BRAVE_API_KEY (verifier/evidence/web.py)
+    from verifier.evidence.web import provider_from_env
+
+    provider_from_env(os.environ)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 
 INSTALLED_APPS = [
     "daphne",

@@ -50,3 +50,19 @@ def encode(texts: Sequence[str], *, batch_size: int = 64, progress: bool = False
 
 def encode_one(text: str) -> np.ndarray:
     return encode([text])[0]
+
+
+_label_cache: dict[str, np.ndarray] = {}
+_LABEL_CACHE_SIZE = 50_000
+
+
+def encode_labels(labels: Sequence[str]) -> np.ndarray:
+    """Like encode(), for short labels that recur (relation names): each is embedded once per process."""
+    missing = [label for label in dict.fromkeys(labels) if label not in _label_cache]
+    if missing:
+        if len(_label_cache) + len(missing) > _LABEL_CACHE_SIZE:
+            _label_cache.clear()
+        _label_cache.update(zip(missing, encode(missing), strict=True))
+    if not labels:
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
+    return np.stack([_label_cache[label] for label in labels])

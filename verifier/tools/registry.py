@@ -8,10 +8,12 @@ itself instead of the run failing. Results are cached (see verifier/tools/cache.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,7 @@ class ToolSpec:
     parameters: tuple[Parameter, ...]
     function: Callable[..., ToolResult]
     category: str  # "kg" or "external": what the ablation switches turn off
+    code_hash: str  # of the tool's module: a changed tool does not answer from old cache entries
 
     @property
     def signature(self) -> str:
@@ -91,7 +94,9 @@ def tool(name: str, *, category: str) -> Callable:
             parameters.append(Parameter(parameter.name, documented[parameter.name], parameter.default is inspect.Parameter.empty))
         if name in TOOLS:
             raise ValueError(f"tool {name} is declared twice")
-        TOOLS[name] = ToolSpec(name, summary, tuple(parameters), function, category)
+        module_source = inspect.getsource(sys.modules[function.__module__])
+        code_hash = hashlib.sha256(module_source.encode()).hexdigest()[:12]
+        TOOLS[name] = ToolSpec(name, summary, tuple(parameters), function, category, code_hash)
         return function
 
     return register
@@ -135,7 +140,7 @@ class Toolbox:
         if problem:
             return ToolResult(f"{problem}. Usage: {spec.signature} — " + "; ".join(
                 f"{p.name}: {p.description}" for p in spec.parameters), ok=False)
-        key = cache_key(self.context.kg.version, spec.name, bound, self.context.exclude)
+        key = cache_key(self.context.kg.version, f"{spec.name}@{spec.code_hash}", bound, self.context.exclude)
         cached = self.run_cache.get(key) or (self.shared_cache.get(key) if self.shared_cache else None)
         if cached is not None:
             self.run_cache[key] = cached

@@ -1,0 +1,62 @@
+"""Wiring: the tools of a run, bound to the KG backend, text sources and caches this deployment has."""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+
+from verifier.evidence.corpus import PostgresCorpus
+from verifier.evidence.mediawiki import MediaWikiSource
+from verifier.evidence.web import provider_from_env
+from verifier.kg.base import KGBackend
+from verifier.kg.store import PostgresKG
+from verifier.models import KnowledgeGraph
+from verifier.tools.base import QueryTriple, ToolContext
+from verifier.tools.cache import DjangoToolCache
+from verifier.tools.names import Resolved, resolve_entity, resolve_relation
+from verifier.tools.registry import Toolbox, available
+
+
+def backend_for(kg: KnowledgeGraph) -> KGBackend:
+    if kg.kind == KnowledgeGraph.Kind.SPARQL:
+        from verifier.kg.sparql import SparqlBackend
+
+        return SparqlBackend(
+            kg.endpoint_url or settings.WIKIDATA_SPARQL_URL,
+            user_agent=settings.KGV_USER_AGENT,
+            timeout=settings.SPARQL_TIMEOUT_SECONDS,
+            data_version=str(kg.version),
+        )
+    return PostgresKG(kg)
+
+
+def query_triple(kg: KnowledgeGraph, head: str, relation: str, tail: str) -> QueryTriple:
+    """The triple under verification, by ids, from ids or names; ValueError says which part is unclear."""
+    context = ToolContext(kg=backend_for(kg))
+    parts = [resolve_entity(context, head), resolve_relation(context, relation), resolve_entity(context, tail)]
+    problems = [p.message for p in parts if not isinstance(p, Resolved)]
+    if problems:
+        raise ValueError("; ".join(problems))
+    h, r, t = parts
+    return QueryTriple(h.id, r.id, t.id, h.label, r.label, t.label)
+
+
+def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_tools: bool = True,
+                  external_tools: bool = True, shared_cache: bool = True) -> Toolbox:
+    encyclopedia = None
+    if settings.WIKIPEDIA_API_URL:
+        encyclopedia = MediaWikiSource(settings.WIKIPEDIA_API_URL, user_agent=settings.KGV_USER_AGENT)
+    context = ToolContext(
+        kg=backend_for(kg),
+        corpus=PostgresCorpus(kg) if kg.kind == KnowledgeGraph.Kind.LOCAL else None,
+        encyclopedia=encyclopedia,
+        web=provider_from_env(os.environ),
+        query=query,
+        wiki_alpha=settings.KGV_WIKI_ALPHA,
+    )
+    return Toolbox(
+        context,
+        specs=available(kg_tools=kg_tools, external_tools=external_tools),
+        shared_cache=DjangoToolCache() if shared_cache else None,
+    )
