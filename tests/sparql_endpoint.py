@@ -6,7 +6,7 @@
         endpoint.stop()                               # down: connection refused on the same port
 
 Failure modes: "slow" (sleeps ``delay`` seconds before answering), "error" (HTTP ``status``, 500 by
-default, with an optional Retry-After), "malformed" (HTTP 200 with ``body`` that is not SPARQL JSON).
+default, with an optional Retry-After and ``body``), "malformed" (HTTP 200 with ``body``, not SPARQL JSON).
 ``times`` limits a mode to the next N requests; ``recover()`` ends it. ``requests`` records every
 (method, query) received. Queries run read-only (``Store.query`` executes no updates).
 """
@@ -147,9 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
                 endpoint._wake.wait(endpoint.delay)
             if mode == "error":
                 headers = {"Retry-After": endpoint.retry_after} if endpoint.retry_after is not None else {}
-                return self._send(endpoint.status, b"simulated failure", "text/plain", headers)
+                return self._send(endpoint.status, endpoint.body or b"simulated failure", "text/plain", headers)
             if mode == "malformed":
-                return self._send(200, endpoint.body, "application/sparql-results+json")
+                return self._send(200, endpoint.body or b"<html><body>502 Bad Gateway</body></html>", "application/sparql-results+json")
             if not query:
                 return self._send(400, b"missing query", "text/plain")
             try:
@@ -210,7 +210,9 @@ class SparqlTestEndpoint:
         self._server = _Server(("127.0.0.1", self.port), _Handler)
         self._server.endpoint = self
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"sparql-endpoint-{self.port}", daemon=True)
+        server = self._server  # a short poll interval makes stop() quick
+        self._thread = threading.Thread(target=lambda: server.serve_forever(poll_interval=0.05), name=f"sparql-endpoint-{self.port}",
+                                        daemon=True)
         self._thread.start()
         return self
 
@@ -236,7 +238,7 @@ class SparqlTestEndpoint:
             self._placeholder = None
 
     def fail(self, mode: str, *, times: int | None = None, delay: float = 2.0, status: int = 500,
-             retry_after: str | None = None, body: bytes = b"<html><body>502 Bad Gateway</body></html>") -> None:
+             retry_after: str | None = None, body: bytes = b"") -> None:
         if mode not in ("slow", "error", "malformed"):
             raise ValueError(f"unknown failure mode {mode!r} (use stop() for an endpoint that is down)")
         with self._lock:

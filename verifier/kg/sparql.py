@@ -8,6 +8,7 @@ errors, garbage) becomes one ``BackendError`` line naming the endpoint, after re
 
 from __future__ import annotations
 
+import ast
 import http.client
 import json
 import logging
@@ -15,7 +16,7 @@ import re
 import time
 import urllib.error
 from collections.abc import Iterable
-from contextlib import closing
+from contextlib import closing, suppress
 from email.utils import parsedate_to_datetime
 from urllib.parse import quote_plus, urlsplit
 
@@ -30,12 +31,7 @@ WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
 DEFAULT_USER_AGENT = "KGV/0.1 (knowledge-graph verification workbench)"
 WIKIDATA_ENTITY = "http://www.wikidata.org/entity/"
 WIKIDATA_DIRECT = "http://www.wikidata.org/prop/direct/"
-# Statement, statement-value and qualifier namespaces (p:, ps:, pq:) that carry property constraints.
-WIKIDATA_CLAIM = "http://www.wikidata.org/prop/"
-WIKIDATA_STATEMENT = "http://www.wikidata.org/prop/statement/"
-WIKIDATA_QUALIFIER = "http://www.wikidata.org/prop/qualifier/"
-INSTANCE_OF, PROPERTY_CONSTRAINT, CONSTRAINT_CLASS = "P31", "P2302", "P2308"
-SUBJECT_TYPE_CONSTRAINT, VALUE_TYPE_CONSTRAINT = "Q21503250", "Q21510865"
+INSTANCE_OF, SUBJECT_TYPE_CONSTRAINT, VALUE_TYPE_CONSTRAINT = "P31", "Q21503250", "Q21510865"
 
 ITEM_ID = re.compile(r"Q[1-9][0-9]{0,11}")
 PROPERTY_ID = re.compile(r"P[1-9][0-9]{0,11}")
@@ -43,10 +39,11 @@ NODE_ID = re.compile(r"[PQ][1-9][0-9]{0,11}")  # a path or edge may pass through
 _LANGUAGE = re.compile(r"[a-z]{1,8}(-[a-z0-9]{1,8})*")
 # Characters that may not appear in an IRIREF; a configured prefix containing one is refused.
 _IRI_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|^`\\]*")
+# p:/ps:/pq: (statement, statement value, qualifier) carry Wikidata's property constraints.
 _PREFIXES = (
-    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
-    "PREFIX schema: <http://schema.org/>\n"
-    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n"
+    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nPREFIX schema: <http://schema.org/>\n"
+    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\nPREFIX p: <http://www.wikidata.org/prop/>\n"
+    "PREFIX ps: <http://www.wikidata.org/prop/statement/>\nPREFIX pq: <http://www.wikidata.org/prop/qualifier/>\n"
 )
 _ECHAR = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 # Wikidata caches GET answers, but URLs longer than this are refused by some proxies: POST those.
@@ -105,9 +102,10 @@ class SparqlBackend:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"SPARQL endpoint must be an http(s) URL, got {endpoint!r}")
-        for prefix in (entity_prefix, property_prefix):
-            if not _IRI_PREFIX.fullmatch(prefix):
-                raise ValueError(f"not a usable IRI prefix: {prefix!r}")
+        if not (_IRI_PREFIX.fullmatch(entity_prefix) and _IRI_PREFIX.fullmatch(property_prefix)):
+            raise ValueError(f"not usable IRI prefixes: {entity_prefix!r}, {property_prefix!r}")
+        if not user_agent or not user_agent.isprintable():  # Wikidata refuses requests without one
+            raise ValueError(f"not a usable User-Agent: {user_agent!r}")
         if not _LANGUAGE.fullmatch(language.lower()):
             raise ValueError(f"not a language tag: {language!r}")
         if timeout <= 0 or retries < 0 or backoff < 0 or max_wait < 0:
@@ -131,14 +129,14 @@ class SparqlBackend:
         return self._find(text, limit, "P", PROPERTY_ID)
 
     def _find(self, text: str, limit: int, kind: str, pattern: re.Pattern[str]) -> list[Candidate]:
-        text = " ".join(text.split())
+        text = text.strip()  # only the ends: inner whitespace (even a newline) may be part of a label
         if not text or limit < 1:
             return []
         if pattern.fullmatch(text.upper()):
-            iri = self._iri(text.upper(), pattern)
-            rows = self._candidate_rows(f"VALUES ?e {{ {iri} }} FILTER EXISTS {{ ?e ?anyp ?anyo }}", kind, 1)
-            if rows:
-                return [self._candidate(rows[0], kind, "id", 1.0)]
+            by_id = f"VALUES ?e {{ {self._iri(text.upper(), pattern)} }} FILTER EXISTS {{ ?e ?anyp ?anyo }}"
+            rows = self._candidate_rows(by_id, kind, 1)
+            if rows and (candidate := self._candidate(rows[0], kind, "id", 1.0)):
+                return [candidate]
         found: dict[str, Candidate] = {}
         variants = " ".join(sparql_literal(v, self.language) for v in _case_variants(text))
         stages: tuple[tuple[MatchKind, str, float], ...] = (("exact", "rdfs:label", 1.0), ("alias", "skos:altLabel", 0.95))
@@ -153,10 +151,9 @@ class SparqlBackend:
             fuzzy = f"?e rdfs:label ?m . FILTER({self._lang('?m')} && CONTAINS(LCASE(STR(?m)), {needle}))"
             for row in self._candidate_rows(fuzzy, kind, 4 * limit + 10):
                 label = row.get("m", "")
-                if label.casefold() == text.casefold():  # exact but in a casing the variants missed
-                    candidate = self._candidate(row, kind, "exact", 1.0)
-                else:
-                    candidate = self._candidate(row, kind, "fuzzy", round(0.8 * min(1.0, len(text) / max(len(label), 1)), 3))
+                exact = label.casefold() == text.casefold()  # exact, in a casing the variants missed
+                score = 1.0 if exact else round(0.8 * min(1.0, len(text) / max(len(label), 1)), 3)
+                candidate = self._candidate(row, kind, "exact" if exact else "fuzzy", score)
                 if candidate and (candidate.id not in found or found[candidate.id].score < candidate.score):
                     found[candidate.id] = candidate
         # Lower ids first among equals: on Wikidata they are usually the better-known entities.
@@ -194,13 +191,10 @@ class SparqlBackend:
 
     def relation(self, relation_id: str) -> RelationProfile | None:
         node, direct = self._iri(relation_id, PROPERTY_ID), self._direct(relation_id)
-        statement = f"<{WIKIDATA_CLAIM}{PROPERTY_CONSTRAINT}>"
-        value = f"<{WIKIDATA_STATEMENT}{PROPERTY_CONSTRAINT}>"
-        qualifier = f"<{WIKIDATA_QUALIFIER}{CONSTRAINT_CLASS}>"
         subject_kind, value_kind = self._iri(SUBJECT_TYPE_CONSTRAINT, ITEM_ID), self._iri(VALUE_TYPE_CONSTRAINT, ITEM_ID)
         rows = self._select(f"""{_PREFIXES}SELECT ?l ?d ?a ?kind ?c ?cl ?any WHERE {{
   {self._terms(node)}
-  UNION {{ {node} {statement} ?st . ?st {value} ?kind . ?st {qualifier} ?c .
+  UNION {{ {node} p:P2302 ?st . ?st ps:P2302 ?kind . ?st pq:P2308 ?c .
           FILTER(?kind IN ({subject_kind}, {value_kind}) && isIRI(?c))
           OPTIONAL {{ ?c rdfs:label ?cl . FILTER({self._lang('?cl')}) }} }}
   UNION {{ SELECT ?any WHERE {{ {{ {node} ?anyp ?any }} UNION {{ ?anys {direct} ?any }} }} LIMIT 1 }}
@@ -255,7 +249,7 @@ class SparqlBackend:
                 raw[(entity_id, relation, other) if row.get("out") == "true" else (other, relation, entity_id)] = None
         triples = list(raw)[:limit]
         labels = self._labels(part for triple in triples for part in triple)
-        return [self._edge(triple, labels) for triple in triples]
+        return [_edge(triple, labels) for triple in triples]
 
     def paths(self, source_id: str, target_id: str, *, max_hops: int = 3, limit: int = 20,
               exclude: frozenset[tuple[str, str, str]] = frozenset()) -> list[KGPath]:
@@ -272,7 +266,7 @@ class SparqlBackend:
             found += sorted({w for w in walked if w and not any((h, r, t) in exclude for h, r, t, _ in w)})
         found = found[:limit]
         labels = self._labels(part for walk in found for step in walk for part in step[:3])
-        return [KGPath(tuple(PathStep(self._edge((h, r, t), labels), forward) for h, r, t, forward in walk))
+        return [KGPath(tuple(PathStep(_edge((h, r, t), labels), forward) for h, r, t, forward in walk))
                 for walk in found]
 
     def _path_query(self, source: str, target: str, hops: int, limit: int,
@@ -355,11 +349,6 @@ class SparqlBackend:
                     labels.setdefault(short, row["l"])
         return labels
 
-    @staticmethod
-    def _edge(triple: tuple[str, str, str], labels: dict[str, str]) -> Edge:
-        head, relation, tail = triple
-        return Edge(Ref(head, labels.get(head, "")), Ref(relation, labels.get(relation, "")), Ref(tail, labels.get(tail, "")))
-
     # ------------------------------------------------------------------------------------- HTTP
 
     def _select(self, query: str) -> list[Row]:
@@ -372,9 +361,9 @@ class SparqlBackend:
                 if not failure.transient:
                     raise BackendError(where + (f" (after {attempt} retries)" if attempt else "")) from None
                 if attempt == self.retries:
-                    raise BackendError(f"{where}; retried {self.retries} times, retrying later may help") from None
-                wait = failure.retry_after if failure.retry_after is not None else self.backoff * 2**attempt
-                wait = min(wait, self.max_wait)
+                    retried = f"retried {self.retries} times, " if self.retries else ""
+                    raise BackendError(f"{where}; {retried}retrying later may help") from None
+                wait = min(self.backoff * 2**attempt if failure.retry_after is None else failure.retry_after, self.max_wait)
                 logger.warning("%s; retry %d of %d in %.2f s", where, attempt + 1, self.retries, wait)
                 time.sleep(wait)
         raise AssertionError("unreachable")
@@ -394,41 +383,40 @@ class SparqlBackend:
             response = wrapper.query().response
             with closing(response):
                 body = response.read()
-        except EndPointInternalError as exc:
-            raise _AttemptFailed(f"returned HTTP 500 ({_snippet(exc)})", transient=True) from None
-        except QueryBadFormed as exc:
-            raise _AttemptFailed(f"rejected the query as malformed (HTTP 400: {_snippet(exc)}); "
-                                 "retrying will not help", transient=False) from None
-        except SPARQLWrapperException as exc:  # 401, 404, 414
-            raise _AttemptFailed(f"refused the request ({_snippet(exc)})", transient=False) from None
-        except urllib.error.HTTPError as exc:
-            retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-            reason = f"returned HTTP {exc.code} {exc.reason}"
-            exc.close()
-            raise _AttemptFailed(reason, transient=exc.code in _RETRY_STATUS, retry_after=retry_after) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise _AttemptFailed(f"did not answer within {self.timeout:g} s", transient=True) from None
-            if isinstance(exc.reason, ConnectionRefusedError):
-                raise _AttemptFailed("refused the connection (is it running?)", transient=True) from None
-            raise _AttemptFailed(f"could not be reached ({exc.reason})", transient=True) from None
-        except TimeoutError:
-            raise _AttemptFailed(f"did not answer within {self.timeout:g} s", transient=True) from None
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise _AttemptFailed(f"connection failed ({type(exc).__name__}: {exc})", transient=True) from None
+        except (SPARQLWrapperException, OSError, http.client.HTTPException, ValueError) as exc:
+            raise self._failure(exc) from None
         return _bindings(body)
+
+    def _failure(self, exc: Exception) -> _AttemptFailed:
+        """What went wrong, for one line of a message, and whether another attempt may succeed."""
+        if isinstance(exc, EndPointInternalError):  # SPARQLWrapper maps only 400/401/404/414/500
+            if "TimeoutException" in str(exc):  # Blazegraph (Wikidata) names its query timeout at the end
+                return _AttemptFailed("stopped the query at its own time limit (HTTP 500)", transient=True)
+            return _AttemptFailed(f"returned HTTP 500 ({_snippet(exc)})", transient=True)
+        if isinstance(exc, QueryBadFormed):
+            return _AttemptFailed(f"rejected the query (HTTP 400: {_snippet(exc)}); retrying will not help", transient=False)
+        if isinstance(exc, SPARQLWrapperException):
+            return _AttemptFailed(f"refused the request ({_snippet(exc)})", transient=False)
+        if isinstance(exc, urllib.error.HTTPError):
+            retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+            exc.close()
+            return _AttemptFailed(f"returned HTTP {exc.code} {exc.reason}", transient=exc.code in _RETRY_STATUS,
+                                  retry_after=retry_after)
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        if isinstance(reason, TimeoutError):
+            return _AttemptFailed(f"did not answer within {self.timeout:g} s", transient=True)
+        if isinstance(reason, ConnectionRefusedError):
+            return _AttemptFailed("refused the connection (is it running?)", transient=True)
+        return _AttemptFailed(f"could not be reached ({type(reason).__name__}: {reason})", transient=True)
 
 
 def _bindings(body: bytes) -> list[Row]:
     """The rows of a SPARQL JSON results document; anything else is a malformed answer."""
     try:
         data = json.loads(body.decode("utf-8"))
-        rows = []
-        for binding in data["results"]["bindings"]:
-            row = {variable: term["value"] for variable, term in binding.items()}
-            if not all(isinstance(v, str) for v in row.values()):
-                raise TypeError("a value is not a string")
-            rows.append(row)
+        rows = [{variable: term["value"] for variable, term in binding.items()} for binding in data["results"]["bindings"]]
+        if not all(isinstance(value, str) for row in rows for value in row.values()):
+            raise TypeError("a value is not a string")
         return rows
     except (ValueError, KeyError, TypeError, AttributeError):
         raise _AttemptFailed(f"returned a malformed response, not SPARQL JSON results ({_snippet(body)})",
@@ -437,24 +425,21 @@ def _bindings(body: bytes) -> list[Row]:
 
 def _snippet(value: object, size: int = 120) -> str:
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    if isinstance(value, SPARQLWrapperException):  # its message is "Name: msg. \n\nResponse:\n<body repr>"
+    if isinstance(value, SPARQLWrapperException):  # its message is "Name: msg. \n\nResponse:\n<repr of body>"
         text = text.split("Response:\n", 1)[-1]
+        with suppress(ValueError, SyntaxError, AttributeError):
+            text = ast.literal_eval(text).decode("utf-8", "replace")
     text = " ".join(text.split())
     return repr(text[:size] + ("…" if len(text) > size else ""))
 
 
 def _retry_after(header: str | None) -> float | None:
     """Seconds from a Retry-After header (delta-seconds or an HTTP date), None when absent or unreadable."""
-    if not header:
-        return None
-    try:
-        return max(0.0, float(header))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(header).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+    with suppress(TypeError, ValueError):
+        return max(0.0, float(header or ""))
+    with suppress(TypeError, ValueError, IndexError):
+        return max(0.0, parsedate_to_datetime(header or "").timestamp() - time.time())
+    return None
 
 
 def _case_variants(text: str) -> list[str]:
@@ -469,3 +454,8 @@ def _terms_of(rows: list[Row]) -> tuple[str, str, list[str]]:
     description = next((row["d"] for row in rows if "d" in row), "")
     aliases = sorted({row["a"] for row in rows if "a" in row})
     return label, description, aliases
+
+
+def _edge(triple: tuple[str, str, str], labels: dict[str, str]) -> Edge:
+    head, relation, tail = triple
+    return Edge(Ref(head, labels.get(head, "")), Ref(relation, labels.get(relation, "")), Ref(tail, labels.get(tail, "")))

@@ -23,7 +23,7 @@ TRIPLE = "verifier_triple"
 # both sides as the middle of a 2-hop path).
 HUB_DEGREE = 2000
 # Fuzzy (trigram) matches below this similarity are not candidates.
-MIN_TRIGRAM_SIMILARITY = 0.3
+MIN_TRIGRAM_SIMILARITY = 0.4
 MIN_EMBEDDING_SIMILARITY = 0.3
 
 _RawEdge = tuple[int, int, int]  # (head row id, relation row id, tail row id)
@@ -62,13 +62,18 @@ class PostgresKG:
         return self._by_passage_embedding(text, limit)
 
     def _trigram(self, text: str, limit: int) -> list[Candidate]:
+        """Typos and partial names: trigram word similarity ("Einstien" finds "Albert Einstein")."""
         with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('pg_trgm.word_similarity_threshold', %s, false)", [str(MIN_TRIGRAM_SIMILARITY)])
             cursor.execute(
-                """SELECT id, similarity(lower(label), lower(%s)) AS score FROM verifier_entity
-                WHERE kg_id = %s AND lower(label) %% lower(%s) ORDER BY score DESC, id LIMIT %s""",
-                [text, self.kg.pk, text, limit],
+                # Score: mean of word similarity (partial names) and whole-label similarity (prefers
+                # "United Kingdom" over "United Kingdom of Great Britain and Ireland" for "Unitd Kingdm").
+                """SELECT id, (word_similarity(lower(%s), lower(label)) + similarity(lower(%s), lower(label))) / 2 AS score
+                FROM verifier_entity WHERE kg_id = %s AND lower(%s) <%% lower(label)
+                ORDER BY score DESC, id LIMIT %s""",
+                [text, text, self.kg.pk, text, limit],
             )
-            scores = {pk: score for pk, score in cursor.fetchall() if score >= MIN_TRIGRAM_SIMILARITY}
+            scores = dict(cursor.fetchall())
         entities = Entity.objects.in_bulk(list(scores))
         return [_candidate(entities[pk], "fuzzy", round(score, 3)) for pk, score in scores.items()]
 
