@@ -213,6 +213,9 @@ def load_source(
                 [kg.pk] * 4,
             )
 
+        with timed("degrees"):
+            update_degrees(cursor, kg)
+
         with timed("passages"):
             _load_passages(cursor, kg, source, vectors)
 
@@ -231,6 +234,23 @@ def load_source(
         with timed("embed relations"):
             embed_relation_labels(kg, batch_size=batch_size)
     return report
+
+
+def update_degrees(cursor, kg: KnowledgeGraph) -> None:
+    """Store each entity's number of triples (both directions); path search prunes hubs by it."""
+    cursor.execute(
+        f"""WITH counts AS (
+              SELECT id, sum(n) AS n FROM (
+                SELECT head_id AS id, count(*) AS n FROM {_table(Triple)} WHERE kg_id = %s GROUP BY head_id
+                UNION ALL
+                SELECT tail_id, count(*) FROM {_table(Triple)} WHERE kg_id = %s GROUP BY tail_id
+              ) ends GROUP BY id
+            )
+            UPDATE {_table(Entity)} e SET degree = coalesce(c.n, 0)
+            FROM {_table(Entity)} e2 LEFT JOIN counts c ON c.id = e2.id
+            WHERE e.id = e2.id AND e.kg_id = %s AND e.degree IS DISTINCT FROM coalesce(c.n, 0)""",
+        [kg.pk, kg.pk, kg.pk],
+    )
 
 
 def _insert_referenced_ids(cursor, kg: KnowledgeGraph) -> None:

@@ -59,6 +59,8 @@ class Entity(models.Model):
     description = models.TextField(blank=True)
     aliases = ArrayField(models.CharField(max_length=500), default=list, blank=True)
     types = ArrayField(models.CharField(max_length=255), default=list, blank=True, help_text="EntityType ids")
+    # Number of triples the entity takes part in, kept by the loader: path search prunes hubs by it.
+    degree = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         verbose_name_plural = "entities"
@@ -117,7 +119,8 @@ class Triple(models.Model):
         indexes = [
             # Unique (head, relation, tail) serves head and head+relation lookups; (kg, relation) serves
             # per-KG counts and deletes.
-            models.Index(fields=["tail", "relation"], name="triple_tail_relation_idx"),
+            # Covering (head included): incoming edges are read from the index alone, no heap visits.
+            models.Index(fields=["tail", "relation"], include=["head"], name="triple_tail_relation_idx"),
             models.Index(fields=["kg", "relation"], name="triple_kg_relation_idx"),
         ]
 

@@ -13,7 +13,7 @@ from verifier.tools.registry import tool
 
 TOP_K = 20
 MAX_HOPS = 3
-CANDIDATES = 100  # paths fetched before ranking
+CANDIDATES = 60  # paths fetched before ranking
 MAX_PER_MIDDLE = 2  # paths sharing the same intermediate entities, so twenty paths say twenty things
 
 
