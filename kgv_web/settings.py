@@ -40,6 +40,13 @@ LLM_API_KEY = env_str("LLM_API_KEY", "not-needed")
 LLM_MODEL = env_str("LLM_MODEL", "local")
 LLM_TEMPERATURE = env_float("LLM_TEMPERATURE", 0.0, minimum=0.0, maximum=2.0)
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 120.0, minimum=1.0, maximum=3600.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)
+# USD per million input/output tokens per model, e.g. "gpt-4o-mini=0.15/0.60,*=0/0".
+LLM_PRICES = env_str("LLM_PRICES", "*=0/0")
+# Constrain each step with a GBNF grammar (llama.cpp servers): on for the embedded local model.
+LLM_LOCAL_GRAMMAR = env_bool("LLM_GRAMMAR", not env_str("LLM_BASE_URL") or "127.0.0.1" in env_str("LLM_BASE_URL"))
+KGV_T_MAX = env_int("KGV_T_MAX", 10, minimum=1)
+KGV_MEMORY_K = env_int("KGV_MEMORY_K", 3, minimum=0)
 
 # Evidence sources for the tools.
 KGV_USER_AGENT = env_str("KGV_USER_AGENT", "KGV/0.1 (knowledge-graph verification workbench)")

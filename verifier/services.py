@@ -63,3 +63,31 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
             after={"file": str(path), "created": created, "rows": len(resolved), "rejected": len(problems)},
         )
     return TaskImportReport(created=created, already_queued=len(resolved) - created, lines=len(rows))
+
+
+def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):
+    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits."""
+    from django.conf import settings
+
+    from verifier.agent.loop import AgentConfig
+    from verifier.models import Run
+    from verifier.tasks import run_verification
+
+    merged = {"t_max": settings.KGV_T_MAX, "memory_k": settings.KGV_MEMORY_K, **(config or {})}
+    AgentConfig.from_dict(merged)  # validates; raises ValueError with a clear message
+    with transaction.atomic():
+        run = Run.objects.create(task=task, config=merged, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": merged})
+        if queue:
+            transaction.on_commit(lambda: run_verification.delay(run.pk))
+    return run
+
+
+def cancel_run(*, run, actor=None) -> None:
+    from verifier.models import Run
+
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run.pk, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
+            status=Run.Status.CANCELLED)
+        if updated:
+            record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})

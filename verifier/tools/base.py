@@ -23,17 +23,19 @@ class EvidenceItem:
     text: str
     payload: dict = field(default_factory=dict)
     source: str = ""
+    display: str = ""  # the line of the observation showing this item, when it differs from ``text``
 
     @property
     def content_hash(self) -> str:
         return hashlib.sha256(f"{self.kind}\n{self.text}\n{self.source}".encode()).hexdigest()
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "text": self.text, "payload": self.payload, "source": self.source}
+        return {"kind": self.kind, "text": self.text, "payload": self.payload, "source": self.source, "display": self.display}
 
     @classmethod
     def from_dict(cls, data: dict) -> EvidenceItem:
-        return cls(kind=data["kind"], text=data["text"], payload=data.get("payload", {}), source=data.get("source", ""))
+        return cls(kind=data["kind"], text=data["text"], payload=data.get("payload", {}), source=data.get("source", ""),
+                   display=data.get("display", ""))
 
 
 @dataclass

@@ -67,7 +67,8 @@ def _entity_result(ctx: ToolContext, entity: Resolved) -> ToolResult:
     if profile is None:
         return ToolResult(f"The entity {entity.id} has no profile in {ctx.kg.name}.", ok=False)
     text = entity_text(profile)
-    item = EvidenceItem("definition", text, {"entity": profile.id, "label": profile.label}, _source(ctx))
+    item = EvidenceItem("definition", text, {"entity": profile.id, "label": profile.label}, _source(ctx),
+                        display=text.splitlines()[0])
     return ToolResult(_with_note(text, entity.note), [item])
 
 
@@ -78,7 +79,8 @@ def _relation_result(ctx: ToolContext, relation) -> ToolResult:
     if profile is None:
         return ToolResult(f"The relation {relation.id} has no profile in {ctx.kg.name}.", ok=False)
     text = relation_text(profile)
-    item = EvidenceItem("definition", text, {"relation": profile.id, "label": profile.label}, _source(ctx))
+    item = EvidenceItem("definition", text, {"relation": profile.id, "label": profile.label}, _source(ctx),
+                        display=text.splitlines()[0])
     return ToolResult(_with_note(text, relation.note), [item])
 
 

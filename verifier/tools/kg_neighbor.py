@@ -61,8 +61,9 @@ def kg_neighbor(ctx: ToolContext, entity: str, relation: str | None = None) -> T
     source = f"{ctx.kg.name} ({ctx.kg.version})"
     items = [
         EvidenceItem("triple", render.triple(e), {"head": e.head.id, "relation": e.relation.id, "tail": e.tail.id,
-                                                   "labels": [e.head.name, e.relation.name, e.tail.name]}, source)
-        for e in edges
+                                                   "labels": [e.head.name, e.relation.name, e.tail.name]}, source,
+                     display=line)
+        for e, line in zip(edges, lines, strict=True)
     ]
     notes = [n for n in notes if n]
     prefix = "".join(f"({n})\n" for n in notes)

@@ -25,7 +25,8 @@ def web_evidence(ctx: ToolContext, question: str) -> ToolResult:
     if not hits:
         return ToolResult(f"The web search for {question!r} returned nothing.")
     top = rerank(question, hits, encode=encoder.encode, limit=TOP_K)
-    items = [EvidenceItem("web", f"{h.title}: {h.snippet}", {"url": h.url, "provider": h.source}, h.url) for h in top]
-    lines = [f"Web results for {question!r} ({ctx.web.name}):"]
-    lines += [f"- {h.title}: {h.snippet} [{h.url}]" for h in top]
+    shown = [f"- {h.title}: {h.snippet} [{h.url}]" for h in top]
+    items = [EvidenceItem("web", f"{h.title}: {h.snippet}", {"url": h.url, "provider": h.source}, h.url, display=line)
+             for h, line in zip(top, shown, strict=True)]
+    lines = [f"Web results for {question!r} ({ctx.web.name}):", *shown]
     return ToolResult("\n".join(lines), items)

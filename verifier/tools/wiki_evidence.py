@@ -41,9 +41,9 @@ def _passages(ctx: ToolContext, resolved: Resolved) -> list[TextPassage]:
     return found
 
 
-def _item(passage: TextPassage, text: str, entities: list[str]) -> EvidenceItem:
+def _item(passage: TextPassage, text: str, entities: list[str], display: str = "") -> EvidenceItem:
     return EvidenceItem("passage", text, {"entities": entities, "title": passage.title, "url": passage.url},
-                        passage.url or passage.source)
+                        passage.url or passage.source, display=display)
 
 
 def _entity_mode(ctx: ToolContext, entity: Resolved) -> ToolResult:
@@ -93,9 +93,9 @@ def _pair_mode(ctx: ToolContext, a: Resolved, b: Resolved) -> ToolResult:
     vectors = encoder.encode([question] + [s for s, _ in candidates])
     order = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable")[:TOP_SENTENCES]
     chosen = [candidates[i] for i in order]
-    items = [_item(passage, sentence, [a.id, b.id]) for sentence, passage in chosen]
-    lines = [f"Sentences mentioning both {label_a} and {label_b}:"]
-    lines += [f"- {sentence} [{passage.title}, {passage.source}]" for sentence, passage in chosen]
+    shown = [f"- {sentence} [{passage.title}, {passage.source}]" for sentence, passage in chosen]
+    items = [_item(passage, sentence, [a.id, b.id], line) for (sentence, passage), line in zip(chosen, shown, strict=True)]
+    lines = [f"Sentences mentioning both {label_a} and {label_b}:", *shown]
     return ToolResult("\n".join(lines), items)
 
 

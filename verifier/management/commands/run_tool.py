@@ -8,8 +8,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier.models import KnowledgeGraph
-from verifier.toolbox import build_toolbox, query_triple
 from verifier.tools.registry import available, describe
+from verifier.wiring import build_toolbox, query_triple
 
 
 class Command(BaseCommand):

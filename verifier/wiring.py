@@ -60,3 +60,22 @@ def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_to
         specs=available(kg_tools=kg_tools, external_tools=external_tools),
         shared_cache=DjangoToolCache() if shared_cache else None,
     )
+
+
+def build_llm(*, use_grammar: bool | None = None):
+    """The configured OpenAI-compatible endpoint (LLM_BASE_URL) as the agent's LLM port."""
+    from verifier.agent.llm import OpenAICompatibleLLM, PriceTable
+
+    if not settings.LLM_BASE_URL:
+        raise RuntimeError("no LLM endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)")
+    local = use_grammar if use_grammar is not None else settings.LLM_LOCAL_GRAMMAR
+    return OpenAICompatibleLLM(
+        settings.LLM_BASE_URL,
+        settings.LLM_API_KEY,
+        settings.LLM_MODEL,
+        temperature=settings.LLM_TEMPERATURE,
+        timeout=settings.LLM_TIMEOUT_SECONDS,
+        max_retries=settings.LLM_MAX_RETRIES,
+        prices=PriceTable.from_env(settings.LLM_PRICES),
+        supports_grammar=local,
+    )

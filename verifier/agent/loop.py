@@ -1,0 +1,286 @@
+"""The verification agent: memory → schema-aware plan → ReAct loop → final answer or mandatory judgment.
+
+``investigate`` is one generator yielding each step the moment it happens; the caller persists and
+streams them. The agent gets its world through small ports (an LLM, a toolbox, a memory lookup) and
+imports nothing from Django. Baselines of the same model (zero-shot, CoT, self-consistency, standard
+RAG) run through the same generator so every mode leaves the same kind of record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from verifier.agent import prompts
+from verifier.agent.llm import LLM, Completion
+from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_plan, parse_step
+from verifier.agent.steps import AgentStep, Claim, Memory
+from verifier.agent.support import SupportSet
+from verifier.tools.base import ToolResult
+
+MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag")
+STOP = ["Observation:", "\nObservation", "[Observation]"]
+
+
+class Tools(Protocol):
+    specs: dict
+
+    def call(self, name: str, arguments) -> ToolResult: ...
+
+
+MemoryLookup = Callable[[str, int], list[Memory]]
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    mode: str = "agent"
+    t_max: int = 10
+    memory_k: int = 3
+    use_memory: bool = True
+    use_planning: bool = True
+    kg_tools: bool = True
+    external_tools: bool = True
+    abstain: bool = False
+    use_grammar: bool = False  # GBNF-constrained steps, for small local models on llama.cpp
+    max_step_tokens: int = 384
+    samples: int = 5  # self-consistency
+    sample_temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
+        if self.t_max < 1:
+            raise ValueError("t_max must be at least 1")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> AgentConfig:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def _step_from(kind: str, completion: Completion, started: float, content: str) -> AgentStep:
+    return AgentStep(kind, content, prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
+                     duration_ms=int((time.perf_counter() - started) * 1000))
+
+
+class Investigation:
+    """State of one run; ``steps()`` drives it."""
+
+    def __init__(self, claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
+                 schema: str = ""):
+        self.claim, self.config, self.llm, self.tools = claim, config, llm, tools
+        self.memory = memory
+        self.schema = schema
+        self.support = SupportSet()
+        self.memories: list[Memory] = []
+        self.impression = ""
+        self.plan_text = ""
+        self.history: list[str] = []
+
+    # ------------------------------------------------------------------------------ entry point
+
+    def steps(self) -> Iterator[AgentStep]:
+        if self.config.use_memory and self.memory is not None and self.config.mode == "agent":
+            self.memories = self.memory(self.claim.text, self.config.memory_k)
+        mode = self.config.mode
+        if mode == "agent":
+            yield from self._agent()
+        elif mode in ("zero-shot", "cot"):
+            yield from self._single(mode)
+        elif mode == "self-consistency":
+            yield from self._self_consistency()
+        else:
+            yield from self._rag()
+
+    def _complete(self, messages: list[dict], **kwargs) -> Completion:
+        return self.llm.complete(messages, **kwargs)
+
+    # ------------------------------------------------------------------------------ the agent
+
+    def _context(self) -> str:
+        parts = [prompts.claim_text(self.claim), prompts.schema_text(self.schema), prompts.memories_text(self.memories)]
+        return "\n\n".join(p for p in parts if p)
+
+    def _plan(self) -> Iterator[AgentStep]:
+        started = time.perf_counter()
+        system = prompts.PLANNING_SYSTEM.format(tools=self._tool_list())
+        completion = self._complete([{"role": "system", "content": system}, {"role": "user", "content": self._context()}],
+                                    max_tokens=self.config.max_step_tokens)
+        plan = parse_plan(completion.text)
+        self.impression, self.plan_text = plan.impression, completion.text.strip()
+        yield _step_from("plan", completion, started, self.plan_text)
+
+    def _tool_list(self) -> str:
+        from verifier.tools.registry import describe
+
+        return describe(list(self.tools.specs.values()))
+
+    def _agent(self) -> Iterator[AgentStep]:
+        if self.config.use_planning:
+            yield from self._plan()
+        system = prompts.REACT_SYSTEM.format(
+            tools=self._tool_list(), t_max=self.config.t_max, abstain=prompts.ABSTAIN_RULE if self.config.abstain else "")
+        opening = self._context()
+        if self.plan_text:
+            opening += f"\n\nObservation 0 (your initial impression and plan):\n{self.plan_text}"
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": opening + "\n\nBegin."}]
+        grammar = None
+        if self.config.use_grammar:
+            grammar = prompts.step_grammar(list(self.tools.specs), abstain=self.config.abstain)
+        corrected = False
+        for _ in range(self.config.t_max):
+            started = time.perf_counter()
+            completion = self._complete(messages, stop=STOP, grammar=grammar, max_tokens=self.config.max_step_tokens)
+            text = completion.text.strip()
+            try:
+                parsed = parse_step(text)
+            except ParseError as error:
+                yield _step_from("thought", completion, started, text or "(empty reply)")
+                yield from self._observe(messages, text, f"Format error: {error}")
+                continue
+            if parsed.final is not None:
+                final = parsed.final
+                problem = self._citation_problem(final)
+                if problem and not corrected:
+                    corrected = True
+                    yield _step_from("thought", completion, started, text)
+                    yield from self._observe(messages, text, problem)
+                    continue
+                yield _step_from("thought", completion, started, parsed.thought or text)
+                yield self._verdict(final, forced=False)
+                return
+            yield _step_from("thought", completion, started, parsed.thought)
+            arguments = parsed.arguments if isinstance(parsed.arguments, dict) else list(parsed.arguments)
+            shown_args = arguments if isinstance(arguments, dict) else {str(i): a for i, a in enumerate(arguments)}
+            yield AgentStep("action", f"{parsed.tool}({', '.join(map(str, shown_args.values()))})", tool=parsed.tool,
+                            arguments=shown_args)
+            tool_started = time.perf_counter()
+            result = self.tools.call(parsed.tool, arguments)
+            observation, items = self.support.observe(result)
+            step = AgentStep("observation", observation, tool=parsed.tool, items=items,
+                             duration_ms=int((time.perf_counter() - tool_started) * 1000))
+            self._remember(messages, text, observation)
+            yield step
+        yield from self._judgment()
+
+    def _observe(self, messages: list[dict], said: str, observation: str) -> Iterator[AgentStep]:
+        self._remember(messages, said, observation)
+        yield AgentStep("observation", observation)
+
+    def _remember(self, messages: list[dict], said: str, observation: str) -> None:
+        messages.append({"role": "assistant", "content": said})
+        messages.append({"role": "user", "content": f"Observation: {observation}"})
+        self.history.append(f"{said}\nObservation: {observation}")
+
+    def _citation_problem(self, final: FinalAnswer) -> str:
+        valid, unknown = self.support.check(final.cited)
+        if unknown:
+            return (f"Your answer cites {', '.join(unknown)}, which no observation contained. Cite only retrieved "
+                    f"evidence keys ({self.support.keys_text()}) and give the Final Answer again.")
+        if not final.cited and self.support.items and final.verdict != "not_enough_evidence":
+            return (f"Your answer cites no evidence. Give the Final Answer again, citing the keys of the evidence "
+                    f"it rests on ({self.support.keys_text()}).")
+        return ""
+
+    def _verdict(self, final: FinalAnswer, *, forced: bool, note: str = "") -> AgentStep:
+        valid, unknown = self.support.check(final.cited)
+        verdict = final.verdict
+        if verdict == "not_enough_evidence" and not self.config.abstain:
+            verdict = self.impression or "correct"
+            note = note or "Abstention is off; the initial impression stands."
+        label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
+        content = f"[{label}] {final.explanation}" + (f"\n({note})" if note else "")
+        return AgentStep("verdict", content, verdict=verdict, explanation=final.explanation, cited=valid,
+                         unsupported=unknown, forced=forced)
+
+    def _judgment(self) -> Iterator[AgentStep]:
+        started = time.perf_counter()
+        user = "\n\n".join(p for p in [
+            prompts.claim_text(self.claim),
+            f"Initial impression and plan:\n{self.plan_text or '(none)'}",
+            "Execution history:\n" + ("\n\n".join(self.history) or "(empty)"),
+        ])
+        grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar else None
+        completion = self._complete([{"role": "system", "content": prompts.JUDGMENT_SYSTEM}, {"role": "user", "content": user}],
+                                    grammar=grammar, max_tokens=self.config.max_step_tokens)
+        yield _step_from("thought", completion, started, f"(step limit reached: mandatory judgment)\n{completion.text.strip()}")
+        final = parse_final(completion.text)
+        if final is None:
+            fallback = self.impression or "correct"
+            final = FinalAnswer(fallback, "The judgment could not be read; the initial impression stands.")
+        yield self._verdict(final, forced=True)
+
+    # ------------------------------------------------------------------------------ baselines
+
+    def _single(self, mode: str, *, temperature: float | None = None) -> Iterator[AgentStep]:
+        started = time.perf_counter()
+        messages = [{"role": "system", "content": prompts.BASELINE_SYSTEM[mode]},
+                    {"role": "user", "content": prompts.claim_text(self.claim)}]
+        grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar and mode == "zero-shot" else None
+        completion = self._complete(messages, grammar=grammar, temperature=temperature, max_tokens=self.config.max_step_tokens)
+        yield _step_from("thought", completion, started, completion.text.strip())
+        final = parse_final(completion.text)
+        if final is None:
+            yield AgentStep("verdict", "(unparsable answer)", verdict=None, explanation=completion.text.strip())
+            return
+        yield self._verdict(final, forced=False)
+
+    def _self_consistency(self) -> Iterator[AgentStep]:
+        votes: Counter[str] = Counter()
+        for _ in range(self.config.samples):
+            for step in self._single("cot", temperature=self.config.sample_temperature):
+                if step.kind == "verdict":
+                    if step.verdict:
+                        votes[step.verdict] += 1
+                else:
+                    yield step
+        if not votes:
+            yield AgentStep("verdict", "(no sample gave a parsable answer)", verdict=None)
+            return
+        (winner, count), total = votes.most_common(1)[0], sum(votes.values())
+        explanation = f"Majority of {total} sampled answers: {dict(votes)}."
+        step = self._verdict(FinalAnswer(winner, explanation), forced=False)
+        step.content += f"\n(confidence {count / total:.2f})"
+        yield step
+
+    RAG_CALLS = (
+        ("KG_Definition", lambda c: [c.head]),
+        ("KG_Definition", lambda c: [c.relation]),
+        ("KG_Neighbor", lambda c: [c.head, c.relation]),
+        ("KG_Neighbor", lambda c: [c.tail, c.relation]),
+        ("KG_Path", lambda c: [c.head, c.tail]),
+        ("Wiki_Evidence", lambda c: [c.head, c.tail]),
+    )
+
+    def _rag(self) -> Iterator[AgentStep]:
+        """Standard RAG: the same retrieval, run in a fixed order, all evidence in one prompt."""
+        observations = []
+        for tool, arguments in self.RAG_CALLS:
+            if tool not in self.tools.specs:
+                continue
+            args = arguments(self.claim)
+            yield AgentStep("action", f"{tool}({', '.join(args)})", tool=tool, arguments={str(i): a for i, a in enumerate(args)})
+            started = time.perf_counter()
+            text, items = self.support.observe(self.tools.call(tool, args))
+            observations.append(text)
+            yield AgentStep("observation", text, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
+        started = time.perf_counter()
+        evidence = "\n\n".join(observations) or "(no evidence retrieved)"
+        messages = [{"role": "system", "content": prompts.BASELINE_SYSTEM["rag"]},
+                    {"role": "user", "content": f"{prompts.claim_text(self.claim)}\n\nRetrieved evidence:\n{evidence}"}]
+        completion = self._complete(messages, max_tokens=self.config.max_step_tokens)
+        yield _step_from("thought", completion, started, completion.text.strip())
+        final = parse_final(completion.text)
+        if final is None:
+            yield AgentStep("verdict", "(unparsable answer)", verdict=None, explanation=completion.text.strip())
+            return
+        yield self._verdict(final, forced=False)
+
+
+def investigate(claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
+                schema: str = "") -> Iterator[AgentStep]:
+    """All steps of one verification, in order, each yielded as soon as it exists."""
+    return Investigation(claim, config, llm=llm, tools=tools, memory=memory, schema=schema).steps()

@@ -1,0 +1,67 @@
+"""The events of an investigation. The loop yields them one by one; the caller persists and streams each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+StepKind = Literal["plan", "thought", "action", "observation", "verdict"]
+Verdict = Literal["correct", "incorrect", "not_enough_evidence"]
+
+
+@dataclass
+class KeyedItem:
+    """An evidence item under its run-stable key (E1, E2, …)."""
+
+    key: str
+    kind: str
+    text: str
+    payload: dict
+    source: str
+    content_hash: str
+
+
+@dataclass
+class AgentStep:
+    kind: StepKind
+    content: str
+    tool: str = ""
+    arguments: dict = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+    items: list[KeyedItem] = field(default_factory=list)  # observation: the evidence it brought
+    # verdict only:
+    verdict: Verdict | None = None
+    explanation: str = ""
+    cited: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # cited keys that were never retrieved
+    forced: bool = False  # reached by mandatory judgment (or a fallback), not by the model finishing
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The triple under verification, with ids and labels."""
+
+    head: str
+    relation: str
+    tail: str
+    head_label: str
+    relation_label: str
+    tail_label: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.head_label} {self.relation_label} {self.tail_label}"
+
+    def describe(self) -> str:
+        return f"({self.head_label} [{self.head}], {self.relation_label} [{self.relation}], {self.tail_label} [{self.tail}])"
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: int
+    triple_text: str
+    trajectory: str
+    verdict: str
+    similarity: float

@@ -1,0 +1,84 @@
+"""``manage.py verify "Albert Einstein" "country of citizenship" "German Empire"`` — investigate one
+triple and print each step as it happens (plan, thoughts, actions, observations, verdict)."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from verifier.agent.loop import MODES
+from verifier.models import KnowledgeGraph, Run, Step, VerificationTask
+from verifier.runner import execute_run
+from verifier.services import start_run
+from verifier.wiring import query_triple
+
+LABELS = {"plan": "PLAN", "thought": "Thought", "action": "Action", "observation": "Observation", "verdict": "VERDICT"}
+
+
+class Command(BaseCommand):
+    help = "Verify one triple (ids or names) with the agent, printing every step live."
+
+    def add_arguments(self, parser):
+        parser.add_argument("head")
+        parser.add_argument("relation")
+        parser.add_argument("tail")
+        parser.add_argument("--kg", default="codex-s")
+        parser.add_argument("--mode", choices=MODES, default="agent")
+        parser.add_argument("--t-max", type=int, default=None)
+        parser.add_argument("--no-memory", action="store_true")
+        parser.add_argument("--no-planning", action="store_true")
+        parser.add_argument("--no-kg-tools", action="store_true")
+        parser.add_argument("--no-external-tools", action="store_true")
+        parser.add_argument("--abstain", action="store_true", help="allow 'Not enough evidence'")
+        parser.add_argument("--queue", action="store_true", help="run on a Celery worker and follow it")
+
+    def handle(self, *args, **options):
+        kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
+        if kg is None:
+            raise CommandError(f"no KG named {options['kg']!r}; load one with manage.py load_kg")
+        try:
+            claim = query_triple(kg, options["head"], options["relation"], options["tail"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        task, _ = VerificationTask.objects.get_or_create(
+            kg=kg, head=kg.entities.get(external_id=claim.head), relation=kg.relations.get(external_id=claim.relation),
+            tail=kg.entities.get(external_id=claim.tail), defaults={"source": "manage.py verify"})
+        config = {"mode": options["mode"], "use_memory": not options["no_memory"], "use_planning": not options["no_planning"],
+                  "kg_tools": not options["no_kg_tools"], "external_tools": not options["no_external_tools"],
+                  "abstain": options["abstain"]}
+        if options["t_max"]:
+            config["t_max"] = options["t_max"]
+        try:
+            run = start_run(task=task, config=config, queue=options["queue"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"Run {run.pk}: verifying {claim.head_label} — {claim.relation_label} — {claim.tail_label} "
+                          f"({claim.head}, {claim.relation}, {claim.tail}) on {kg.name}\n")
+        if options["queue"]:
+            run = self._follow(run)
+        else:
+            run = execute_run(run.pk, on_step=self._print)
+        run.refresh_from_db()
+        if run.status != Run.Status.SUCCEEDED:
+            raise CommandError(f"run {run.pk} {run.status}: {run.error}")
+        memories = ", ".join(f"#{m.entry_id} ({m.similarity:.2f})" for m in run.memories_used.all()) or "none"
+        self.stdout.write(self.style.SUCCESS(
+            f"\nVerdict: {run.get_verdict_display()} — {run.prompt_tokens:,} prompt + {run.completion_tokens:,} completion tokens, "
+            f"${run.cost_usd}, model {run.model}; memories used: {memories}"))
+
+    def _print(self, step: Step) -> None:
+        body = step.content if len(step.content) < 2000 else step.content[:2000] + " …"
+        timing = f" ({step.duration_ms} ms)" if step.duration_ms else ""
+        self.stdout.write(f"[{step.seq}] {LABELS[step.kind]}{timing}: {body}")
+
+    def _follow(self, run: Run) -> Run:
+        seen = 0
+        while True:
+            for step in Step.objects.filter(run=run, seq__gt=seen).order_by("seq"):
+                self._print(step)
+                seen = step.seq
+            run.refresh_from_db()
+            if run.status in (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED):
+                return run
+            time.sleep(0.3)

@@ -1,0 +1,79 @@
+"""The memory bank: retrieval of similar past investigations (pgvector, HNSW, cosine), promotion of
+reviewed runs, export and import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.db import transaction
+from pgvector.django import CosineDistance
+
+from verifier.agent.steps import Memory
+from verifier.memory import encoder
+from verifier.models import MemoryEntry, Run
+
+
+def retrieve(text: str, k: int = 3) -> list[Memory]:
+    """The k active entries closest in meaning to ``text`` ("head relation tail")."""
+    if k <= 0:
+        return []
+    nearest = (
+        MemoryEntry.objects.filter(status=MemoryEntry.Status.ACTIVE)
+        .annotate(distance=CosineDistance("embedding", encoder.encode_one(text)))
+        .order_by("distance")[:k]
+    )
+    return [Memory(e.pk, e.triple_text, e.trajectory, e.verdict, round(1 - float(e.distance), 4)) for e in nearest]
+
+
+def trajectory_of(run: Run) -> str:
+    """A run's investigation as the text a memory stores: thoughts, actions, observations, answer."""
+    labels = {"thought": "Thought", "action": "Action", "observation": "Observation", "verdict": "Final Answer"}
+    lines = []
+    for step in run.steps.exclude(kind="plan").order_by("seq"):
+        content = step.content.strip()
+        if step.kind == "observation" and len(content) > 600:
+            content = content[:600] + " …"
+        lines.append(f"{labels[step.kind]}: {content}")
+    return "\n".join(lines)
+
+
+@transaction.atomic
+def add_entry(*, triple_text: str, trajectory: str, verdict: str, relation_label: str = "", kg=None,
+              source_run: Run | None = None, promoted_by=None, provenance: str = "") -> MemoryEntry:
+    return MemoryEntry.objects.create(
+        kg=kg, triple_text=triple_text, relation_label=relation_label, trajectory=trajectory, verdict=verdict,
+        embedding=encoder.encode_one(triple_text), source_run=source_run, promoted_by=promoted_by, provenance=provenance,
+    )
+
+
+EXPORT_FIELDS = ("triple_text", "relation_label", "trajectory", "verdict", "status", "provenance")
+
+
+def export_bank(path: Path) -> int:
+    entries = [{f: getattr(e, f) for f in EXPORT_FIELDS} for e in MemoryEntry.objects.order_by("pk")]
+    path.write_text(json.dumps({"format": "kgv-memory-bank/1", "entries": entries}, indent=2, ensure_ascii=False))
+    return len(entries)
+
+
+@transaction.atomic
+def import_bank(path: Path) -> tuple[int, int]:
+    """(added, skipped as already present). Entries are re-embedded; identical triple+trajectory is skipped."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != "kgv-memory-bank/1":
+        raise ValueError(f"{path} is not a KGV memory bank export (format kgv-memory-bank/1)")
+    added = skipped = 0
+    for number, row in enumerate(data["entries"], start=1):
+        missing = [f for f in ("triple_text", "trajectory", "verdict") if not row.get(f)]
+        if missing:
+            raise ValueError(f"{path}: entry {number} lacks {', '.join(missing)}")
+        if MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).exists():
+            skipped += 1
+            continue
+        entry = add_entry(triple_text=row["triple_text"], trajectory=row["trajectory"], verdict=row["verdict"],
+                          relation_label=row.get("relation_label", ""), provenance=row.get("provenance") or f"imported from {path.name}")
+        if row.get("status") == MemoryEntry.Status.RETIRED:
+            entry.status = MemoryEntry.Status.RETIRED
+            entry.save(update_fields=["status"])
+        added += 1
+    return added, skipped

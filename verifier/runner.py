@@ -1,0 +1,152 @@
+"""Running one investigation for a Run row: every step persisted the moment it happens (numbered),
+then broadcast after commit; support items, memories used, tokens, cost and the verdict recorded.
+
+Idempotent under re-delivery: a finished run is left alone; a run found half-done (its worker died)
+is closed as failed with the reason, never resumed with duplicated or renumbered steps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from verifier.agent.llm import LLM, LLMError
+from verifier.agent.loop import AgentConfig, Investigation
+from verifier.agent.steps import AgentStep, Claim
+from verifier.memory import bank
+from verifier.models import Run, RunMemory, Step, SupportItem, VerificationTask
+from verifier.realtime.publish import publish_run_status, publish_step
+from verifier.tools.base import QueryTriple
+from verifier.wiring import backend_for, build_llm, build_toolbox
+
+logger = logging.getLogger(__name__)
+
+FINISHED = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
+
+
+def claim_of(task: VerificationTask) -> Claim:
+    return Claim(task.head.external_id, task.relation.external_id, task.tail.external_id,
+                 task.head.label or task.head.external_id, task.relation.label or task.relation.external_id,
+                 task.tail.label or task.tail.external_id)
+
+
+def _schema(task: VerificationTask) -> str:
+    from verifier.tools.kg_definition import relation_text
+
+    profile = backend_for(task.kg).relation(task.relation.external_id)
+    return relation_text(profile) if profile else ""
+
+
+def _set_status(run: Run, status: str, **fields) -> None:
+    with transaction.atomic():
+        for name, value in fields.items():
+            setattr(run, name, value)
+        run.status = status
+        run.save()
+        publish_run_status(run)
+
+
+def _persist(run: Run, seq: int, step: AgentStep) -> Step:
+    with transaction.atomic():
+        row = Step.objects.create(
+            run=run, seq=seq, kind=step.kind, content=step.content, tool=step.tool, arguments=step.arguments,
+            prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, duration_ms=step.duration_ms,
+        )
+        for item in step.items:
+            SupportItem.objects.get_or_create(run=run, key=item.key, defaults={
+                "step": row, "kind": item.kind, "text": item.text, "payload": item.payload, "source": item.source,
+                "content_hash": item.content_hash,
+            })
+        if step.prompt_tokens or step.completion_tokens:
+            Run.objects.filter(pk=run.pk).update(
+                prompt_tokens=run.prompt_tokens + step.prompt_tokens,
+                completion_tokens=run.completion_tokens + step.completion_tokens,
+            )
+            run.prompt_tokens += step.prompt_tokens
+            run.completion_tokens += step.completion_tokens
+        publish_step(row)
+    return row
+
+
+def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step], None] | None = None) -> Run:
+    """Run the investigation of ``run_id`` to its end (see the module docstring)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("task__kg", "task__head", "task__relation", "task__tail").get(pk=run_id)
+        if run.status in FINISHED:
+            return run
+        if run.status == Run.Status.RUNNING or run.steps.exists():
+            run.status, run.finished_at = Run.Status.FAILED, timezone.now()
+            run.error = "the worker running this investigation stopped mid-run; start a new run"
+            run.save()
+            publish_run_status(run)
+            return run
+        run.status, run.started_at = Run.Status.RUNNING, timezone.now()
+        run.save()
+        VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
+    task = run.task
+    try:
+        config = AgentConfig.from_dict(run.config)
+        llm = llm or build_llm(use_grammar=run.config.get("use_grammar"))
+        run.model = getattr(llm, "model", "")
+        claim = claim_of(task)
+        query = QueryTriple(claim.head, claim.relation, claim.tail, claim.head_label, claim.relation_label, claim.tail_label)
+        toolbox = build_toolbox(task.kg, query, kg_tools=config.kg_tools, external_tools=config.external_tools)
+        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.retrieve, schema=_schema(task))
+        final = _drive(run, investigation, on_step)
+    except (LLMError, ValueError, RuntimeError) as error:
+        logger.warning("run %s failed: %s", run.pk, error)
+        _set_status(run, Run.Status.FAILED, error=str(error), finished_at=timezone.now())
+        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
+        return run
+    if final is None:  # cancelled
+        return run
+    cost = _cost(llm, run)
+    _set_status(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
+                finished_at=timezone.now(), cost_usd=cost, confidence=_confidence(final))
+    SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)
+    VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
+    return run
+
+
+def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
+    seq, final, memories_recorded = 0, None, False
+    for step in investigation.steps():
+        if not memories_recorded:
+            RunMemory.objects.bulk_create([RunMemory(run=run, entry_id=m.id, similarity=m.similarity, rank=rank)
+                                           for rank, m in enumerate(investigation.memories, start=1)])
+            memories_recorded = True
+        if Run.objects.filter(pk=run.pk, status=Run.Status.CANCELLED).exists():
+            return None
+        seq += 1
+        row = _persist(run, seq, step)
+        if on_step is not None:
+            on_step(row)
+        if step.kind == "verdict":
+            final = step
+    if final is None:
+        raise RuntimeError("the investigation ended without a verdict")
+    return final
+
+
+def _cost(llm, run: Run) -> Decimal:
+    prices = getattr(llm, "prices", None)
+    if prices is None:
+        return Decimal(0)
+    return prices.cost(run.model, run.prompt_tokens, run.completion_tokens)
+
+
+def _confidence(final: AgentStep) -> float | None:
+    marker = "(confidence "
+    if marker in final.content:
+        return float(final.content.rsplit(marker, 1)[1].rstrip(")"))
+    return None
+
+
+def elapsed_ms(run: Run) -> int:
+    end = run.finished_at or timezone.now()
+    return int((end - run.started_at).total_seconds() * 1000) if run.started_at else 0
+
