@@ -1,4 +1,4 @@
-"""A small, hand-checkable KG in the local store, with passages, for the tool tests."""
+"""A small, hand-checkable KG in the local store, with passages (fixtures used across the test tree)."""
 
 import pytest
 

@@ -1,0 +1,50 @@
+import pytest
+
+from verifier.agent.parsing import ParseError, cited_keys, parse_final, parse_plan, parse_step
+
+
+def test_plan_in_the_papers_format():
+    plan = parse_plan("=== Initial Impression ===\n[Correct] Because Einstein was born in Ulm.\n"
+                      "=== Strategic Plan ===\n[Step 1] KG_Neighbor(Albert Einstein)\n[Step 2] Wiki_Evidence(Albert Einstein)")
+    assert (plan.impression, plan.reason) == ("correct", "Einstein was born in Ulm.")
+    assert plan.steps.startswith("[Step 1] KG_Neighbor")
+
+
+def test_plan_without_headers_and_with_markdown():
+    plan = parse_plan("**Incorrect** because he was Swiss.\nStrategic Plan:\n1. KG_Path(A, B)")
+    assert (plan.impression, plan.reason, plan.steps) == ("incorrect", "he was Swiss.", "1. KG_Path(A, B)")
+    assert parse_plan("I cannot tell.").impression == ""
+
+
+@pytest.mark.parametrize("text, tool, arguments", [
+    ("Thought: look\nAction: KG_Neighbor(Albert Einstein, country of citizenship)", "KG_Neighbor",
+     ["Albert Einstein", "country of citizenship"]),
+    ('Thought: quoted\nAction: Wiki_Evidence("Paris", "Texas, USA")', "Wiki_Evidence", ["Paris", "Texas, USA"]),
+    ("Thought: keywords\nAction: KG_Path(entity_a='A, Inc.', entity_b=\"B\")", "KG_Path", {"entity_a": "A, Inc.", "entity_b": "B"}),
+    ("Some preamble.\nThought: stray text\nAction: `KG_Definition(St John's College)`", "KG_Definition", ["St John's College"]),
+    ("Thought: writes its own observation\nAction: KG_Path(A, B)\nObservation: (A) -> made up", "KG_Path", ["A", "B"]),
+])
+def test_actions_are_read_leniently(text, tool, arguments):
+    step = parse_step(text)
+    assert (step.tool, step.arguments, step.final) == (tool, arguments, None)
+
+
+def test_final_answer_with_citations():
+    step = parse_step("Thought: enough.\nFinal Answer: [Incorrect] Because the KG lists Switzerland [E2] and E5.")
+    assert step.final.verdict == "incorrect"
+    assert step.final.explanation == "the KG lists Switzerland [E2] and E5."
+    assert step.final.cited == ["E2", "E5"]
+    assert parse_final("Final Answer: [Not enough evidence] Because nothing found").verdict == "not_enough_evidence"
+    assert cited_keys("see [E1][E12] and E1") == ["E1", "E12"]
+
+
+def test_an_imagined_observation_never_becomes_the_answer():
+    step = parse_step("Thought: check\nAction: KG_Path(A, B)\nObservation: done.\nFinal Answer: [Correct] Because x")
+    assert step.final is None and step.tool == "KG_Path"
+
+
+def test_text_without_action_or_answer_is_a_parse_error_that_explains_the_format():
+    with pytest.raises(ParseError, match="Action: ToolName"):
+        parse_step("Thought: I wonder.")
+    with pytest.raises(ParseError, match="Could not read the action"):
+        parse_step("Thought: x\nAction: look it up somewhere")
