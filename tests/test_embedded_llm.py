@@ -93,9 +93,7 @@ def test_a_second_process_attaches_and_never_stops_it(server: EmbeddedLLM) -> No
     assert server.owned and _port_open(server.port)
 
 
-def test_provide_local_llm_starts_exports_and_stops(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_provide_local_llm_starts_exports_and_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hooks: list[Callable[[], None]] = []
     monkeypatch.setattr(embedded_llm.atexit, "register", hooks.append)  # run the exit hook here instead
     monkeypatch.setenv("KGV_EMBEDDED_DIR", str(tmp_path))

@@ -56,11 +56,12 @@ def _persist(run: Run, seq: int, step: AgentStep) -> Step:
             run=run, seq=seq, kind=step.kind, content=step.content, tool=step.tool, arguments=step.arguments,
             prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, duration_ms=step.duration_ms,
         )
-        for item in step.items:
-            SupportItem.objects.get_or_create(run=run, key=item.key, defaults={
-                "step": row, "kind": item.kind, "text": item.text, "payload": item.payload, "source": item.source,
-                "content_hash": item.content_hash,
-            })
+        # Keys are stable within the run: an item seen again keeps its first row (ignore_conflicts).
+        SupportItem.objects.bulk_create([
+            SupportItem(run=run, step=row, key=item.key, kind=item.kind, text=item.text, payload=item.payload,
+                        source=item.source, content_hash=item.content_hash)
+            for item in step.items
+        ], ignore_conflicts=True)
         if step.prompt_tokens or step.completion_tokens:
             Run.objects.filter(pk=run.pk).update(
                 prompt_tokens=run.prompt_tokens + step.prompt_tokens,
@@ -89,8 +90,9 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
     task = run.task
     try:
-        config = AgentConfig.from_dict(run.config)
         llm = llm or build_llm(use_grammar=run.config.get("use_grammar"))
+        # Small local models follow the step format only under a grammar; the endpoint says if it takes one.
+        config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False), **run.config})
         run.model = getattr(llm, "model", "")
         claim = claim_of(task)
         query = QueryTriple(claim.head, claim.relation, claim.tail, claim.head_label, claim.relation_label, claim.tail_label)
@@ -102,7 +104,8 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         _set_status(run, Run.Status.FAILED, error=str(error), finished_at=timezone.now())
         VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
         return run
-    if final is None:  # cancelled
+    if final is None:  # cancelled: the task goes back to the queue
+        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
         return run
     cost = _cost(llm, run)
     _set_status(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,

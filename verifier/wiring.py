@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 from django.conf import settings
@@ -62,20 +63,30 @@ def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_to
     )
 
 
-def build_llm(*, use_grammar: bool | None = None):
-    """The configured OpenAI-compatible endpoint (LLM_BASE_URL) as the agent's LLM port."""
+@functools.lru_cache(maxsize=8)
+def _llm(base_url: str, model: str, grammar: bool):
     from verifier.agent.llm import OpenAICompatibleLLM, PriceTable
 
-    if not settings.LLM_BASE_URL:
-        raise RuntimeError("no LLM endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)")
-    local = use_grammar if use_grammar is not None else settings.LLM_LOCAL_GRAMMAR
     return OpenAICompatibleLLM(
-        settings.LLM_BASE_URL,
+        base_url,
         settings.LLM_API_KEY,
-        settings.LLM_MODEL,
+        model,
         temperature=settings.LLM_TEMPERATURE,
         timeout=settings.LLM_TIMEOUT_SECONDS,
         max_retries=settings.LLM_MAX_RETRIES,
         prices=PriceTable.from_env(settings.LLM_PRICES),
-        supports_grammar=local,
+        supports_grammar=grammar,
     )
+
+
+def build_llm(*, use_grammar: bool | None = None):
+    """The configured OpenAI-compatible endpoint as the agent's LLM port, one client per process.
+
+    The embedded local model is started after settings are read (it is only started by commands that
+    need it), so its URL is taken from the environment, where kgv_web.embedded_llm puts it."""
+    base_url = os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
+    if not base_url:
+        raise RuntimeError("no LLM endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)")
+    model = os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+    local = use_grammar if use_grammar is not None else (settings.LLM_LOCAL_GRAMMAR or "127.0.0.1" in base_url)
+    return _llm(base_url, model, bool(local))

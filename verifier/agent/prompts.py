@@ -86,13 +86,20 @@ def claim_text(claim: Claim) -> str:
     return f"Claim to verify: {claim.describe()}\nIn words: {claim.head_label} — {claim.relation_label} — {claim.tail_label}"
 
 
+# Each demonstration is cut to this many characters: it is re-sent with every step of the run.
+MEMORY_CHARS = 1500
+
+
 def memories_text(memories: list[Memory]) -> str:
     if not memories:
         return ""
-    blocks = [
-        f"--- Past investigation {i} (similarity {m.similarity:.2f}): {m.triple_text} → [{m.verdict.title()}]\n{m.trajectory.strip()}"
-        for i, m in enumerate(memories, start=1)
-    ]
+    blocks = []
+    for i, m in enumerate(memories, start=1):
+        trajectory = m.trajectory.strip()
+        if len(trajectory) > MEMORY_CHARS:
+            trajectory = trajectory[:MEMORY_CHARS].rsplit("\n", 1)[0] + "\n…"
+        blocks.append(f"--- Past investigation {i} (similarity {m.similarity:.2f}): {m.triple_text} → "
+                      f"[{m.verdict.replace('_', ' ').title()}]\n{trajectory}")
     return "Similar past investigations, for reference (their facts are about other triples):\n" + "\n".join(blocks)
 
 

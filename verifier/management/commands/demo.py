@@ -74,6 +74,11 @@ class Command(BaseCommand):
         return password
 
     def _serve(self, host: str, port: int, concurrency: int, password: str) -> None:
+        from kgv_web.embedded_llm import provide_local_llm
+
+        started = provide_local_llm()  # the embedded model, unless LLM_BASE_URL points elsewhere
+        self.stdout.write(f"LLM endpoint: {os.environ.get('LLM_BASE_URL')} (model {os.environ.get('LLM_MODEL')})"
+                          + (" — embedded, started by this command" if started else ""))
         python = sys.executable
         bin_dir = Path(python).parent
         children = [

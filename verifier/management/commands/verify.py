@@ -58,6 +58,9 @@ class Command(BaseCommand):
         if options["queue"]:
             run = self._follow(run)
         else:
+            from kgv_web.embedded_llm import provide_local_llm
+
+            provide_local_llm()  # no LLM_BASE_URL: the embedded local model, stopped when this command ends
             run = execute_run(run.pk, on_step=self._print)
         run.refresh_from_db()
         if run.status != Run.Status.SUCCEEDED:

@@ -1,0 +1,36 @@
+"""One full verification by the real embedded model (SmolLM2-135M on llama.cpp, grammar-constrained)."""
+
+import pytest
+
+from kgv_web.embedded_llm import EmbeddedLLM
+from verifier.agent.llm import OpenAICompatibleLLM
+from verifier.models import Run, VerificationTask
+from verifier.runner import execute_run
+from verifier.services import start_run
+
+pytestmark = [pytest.mark.django_db, pytest.mark.llm, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def local_model(tmp_path_factory):
+    server = EmbeddedLLM(tmp_path_factory.mktemp("llm"), "smollm2-135m").start()
+    yield server
+    server.stop()
+
+
+def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
+    kg = world_kg
+    task = VerificationTask.objects.create(kg=kg, head=kg.entities.get(external_id="Q42"),
+                                           relation=kg.relations.get(external_id="P27"), tail=kg.entities.get(external_id="Q145"))
+    llm = OpenAICompatibleLLM(local_model.url, "not-needed", "smollm2-135m", timeout=300, supports_grammar=True)
+    run = start_run(task=task, config={"t_max": 2, "use_memory": False, "max_step_tokens": 96}, queue=False)
+    execute_run(run.pk, llm=llm)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    assert run.verdict in ("correct", "incorrect")
+    kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
+    assert kinds[0] == "plan" and kinds[-1] == "verdict" and "thought" in kinds
+    assert run.prompt_tokens > 0 and run.completion_tokens > 0
+    # Under the grammar every ReAct step is an action on a listed tool or the final answer.
+    actions = list(run.steps.filter(kind="action").values_list("tool", flat=True))
+    assert set(actions) <= {"KG_Definition", "KG_Neighbor", "KG_Path", "Wiki_Evidence", "Web_Evidence"}
