@@ -164,3 +164,25 @@ def test_hybrid_search_ranks_the_relevant_passage_first(world):
 def test_web_evidence_without_a_provider_says_so(world):
     result = call(world, "Web_Evidence", "Where was Douglas Adams born?")
     assert not result.ok and "Web search is not configured" in result.text
+
+
+def test_web_evidence_through_a_searxng_provider(world):
+    from dataclasses import replace
+
+    from tests.http_fixtures import LocalHTTPServer
+    from verifier.evidence.web import SearxngProvider
+
+    results = [
+        {"url": "https://example.org/cambridge", "title": "Cambridge", "content": "A university city in England.", "engine": "x"},
+        {"url": "https://example.org/adams", "title": "Douglas Adams",
+         "content": "Douglas Adams was born in Cambridge, England, in 1952.", "engine": "x"},
+    ]
+    with LocalHTTPServer() as server:
+        server.route("/search", {"query": "q", "number_of_results": 2, "results": results, "answers": [],
+                                 "infoboxes": [], "suggestions": [], "unresponsive_engines": []})
+        ctx = replace(world, web=SearxngProvider(server.url, timeout=2, retries=0))
+        result = call(ctx, "Web_Evidence", "Where was Douglas Adams born?")
+        assert server.requests[-1].param("q") == "Where was Douglas Adams born?"
+    assert result.ok and result.text.startswith("Web results for 'Where was Douglas Adams born?' (searxng):")
+    assert result.items[0].payload["url"] == "https://example.org/adams"  # re-ranked by meaning
+    assert result.items[0].kind == "web" and result.items[0].source == "https://example.org/adams"
