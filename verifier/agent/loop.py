@@ -215,11 +215,12 @@ class Investigation:
 
     # ------------------------------------------------------------------------------ baselines
 
-    def _single(self, mode: str, *, temperature: float | None = None) -> Iterator[AgentStep]:
+    def _ask_once(self, system: str, user: str, *, grammar: str | None = None,
+                  temperature: float | None = None) -> Iterator[AgentStep]:
+        """One call that must end in a Final Answer: its text as a thought, then the verdict (an
+        unparsable answer is recorded as such and counts as wrong in evaluations)."""
         started = time.perf_counter()
-        messages = [{"role": "system", "content": prompts.BASELINE_SYSTEM[mode]},
-                    {"role": "user", "content": prompts.claim_text(self.claim)}]
-        grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar and mode == "zero-shot" else None
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         completion = self._complete(messages, grammar=grammar, temperature=temperature, max_tokens=self.config.max_step_tokens)
         yield _step_from("thought", completion, started, completion.text.strip())
         final = parse_final(completion.text)
@@ -227,6 +228,11 @@ class Investigation:
             yield AgentStep("verdict", "(unparsable answer)", verdict=None, explanation=completion.text.strip())
             return
         yield self._verdict(final, forced=False)
+
+    def _single(self, mode: str, *, temperature: float | None = None) -> Iterator[AgentStep]:
+        grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar and mode == "zero-shot" else None
+        yield from self._ask_once(prompts.BASELINE_SYSTEM[mode], prompts.claim_text(self.claim), grammar=grammar,
+                                  temperature=temperature)
 
     def _self_consistency(self) -> Iterator[AgentStep]:
         votes: Counter[str] = Counter()
@@ -267,17 +273,9 @@ class Investigation:
             text, items = self.support.observe(self.tools.call(tool, args))
             observations.append(text)
             yield AgentStep("observation", text, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
-        started = time.perf_counter()
         evidence = "\n\n".join(observations) or "(no evidence retrieved)"
-        messages = [{"role": "system", "content": prompts.BASELINE_SYSTEM["rag"]},
-                    {"role": "user", "content": f"{prompts.claim_text(self.claim)}\n\nRetrieved evidence:\n{evidence}"}]
-        completion = self._complete(messages, max_tokens=self.config.max_step_tokens)
-        yield _step_from("thought", completion, started, completion.text.strip())
-        final = parse_final(completion.text)
-        if final is None:
-            yield AgentStep("verdict", "(unparsable answer)", verdict=None, explanation=completion.text.strip())
-            return
-        yield self._verdict(final, forced=False)
+        yield from self._ask_once(prompts.BASELINE_SYSTEM["rag"],
+                                  f"{prompts.claim_text(self.claim)}\n\nRetrieved evidence:\n{evidence}")
 
 
 def investigate(claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
