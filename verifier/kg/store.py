@@ -33,7 +33,10 @@ class PostgresKG:
 
     @property
     def version(self) -> str:
-        return f"local:{self.kg.name}:v{self.kg.version}"
+        # The row id and load time too: a KG deleted and loaded again under the same name starts at
+        # version 1 again, and must not be answered from the old graph's cache entries.
+        loaded = int(self.kg.loaded_at.timestamp()) if self.kg.loaded_at else 0
+        return f"local:{self.kg.name}#{self.kg.pk}:v{self.kg.version}@{loaded}"
 
     # ---------------------------------------------------------------------------------- names
 
