@@ -18,8 +18,11 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +203,13 @@ class EmbeddedRedis:
 # --------------------------------------------------------------------------------------------------
 
 
+def _exit_on_sigterm() -> None:
+    """A plain SIGTERM skips exit hooks; turn it into a normal exit so started services are stopped.
+    Programs with their own handler (Celery, Daphne, the demo command) keep theirs."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 def provide_missing_services() -> None:
     """Start (or attach to) embedded services for each URL the environment does not set.
 
@@ -212,8 +222,12 @@ def provide_missing_services() -> None:
         postgres = EmbeddedPostgres(base / "postgres").start()
         os.environ["DATABASE_URL"] = postgres.url
         atexit.register(postgres.stop)
+        if postgres.owned:
+            _exit_on_sigterm()
     if not os.environ.get("REDIS_URL"):
         base = base or embedded_dir()
         redis = EmbeddedRedis(base / "redis").start()
         os.environ["REDIS_URL"] = redis.url
         atexit.register(redis.stop)
+        if redis.owned:
+            _exit_on_sigterm()
