@@ -133,9 +133,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        # channels_redis blocks 5 s per BZPOPMIN; redis-py 8 also defaults to a 5 s socket timeout, so a
-        # quiet run (a 6 s model step) would kill the consumer's receive loop. Give reads headroom.
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+        "CONFIG": {"hosts": [REDIS_URL]},
     }
 }
 
