@@ -63,25 +63,23 @@ def kg_definition(ctx: ToolContext, name: str) -> ToolResult:
 
 
 def _entity_result(ctx: ToolContext, entity: Resolved) -> ToolResult:
-    profile = ctx.kg.entity(entity.id)
-    if profile is None:
-        return ToolResult(f"The entity {entity.id} has no profile in {ctx.kg.name}.", ok=False)
-    text = entity_text(profile)
-    item = EvidenceItem("definition", text, {"entity": profile.id, "label": profile.label}, _source(ctx),
-                        display=text.splitlines()[0])
-    return ToolResult(_with_note(text, entity.note), [item])
+    return _profile_result(ctx, "entity", entity, ctx.kg.entity, entity_text)
 
 
 def _relation_result(ctx: ToolContext, relation) -> ToolResult:
     if not isinstance(relation, Resolved):
         return ToolResult(relation.message, ok=False)
-    profile = ctx.kg.relation(relation.id)
+    return _profile_result(ctx, "relation", relation, ctx.kg.relation, relation_text)
+
+
+def _profile_result(ctx: ToolContext, kind: str, resolved: Resolved, lookup, render) -> ToolResult:
+    profile = lookup(resolved.id)
     if profile is None:
-        return ToolResult(f"The relation {relation.id} has no profile in {ctx.kg.name}.", ok=False)
-    text = relation_text(profile)
-    item = EvidenceItem("definition", text, {"relation": profile.id, "label": profile.label}, _source(ctx),
+        return ToolResult(f"The {kind} {resolved.id} has no profile in {ctx.kg.name}.", ok=False)
+    text = render(profile)
+    item = EvidenceItem("definition", text, {kind: profile.id, "label": profile.label}, _source(ctx),
                         display=text.splitlines()[0])
-    return ToolResult(_with_note(text, relation.note), [item])
+    return ToolResult(_with_note(text, resolved.note), [item])
 
 
 def _source(ctx: ToolContext) -> str:
