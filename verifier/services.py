@@ -91,3 +91,102 @@ def cancel_run(*, run, actor=None) -> None:
             status=Run.Status.CANCELLED)
         if updated:
             record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})
+
+
+def assign_tasks(*, tasks, assignee, actor=None) -> int:
+    """Give ``tasks`` (a queryset) to ``assignee`` (None unassigns). Returns how many changed."""
+    from verifier.models import VerificationTask
+
+    with transaction.atomic():
+        changed = list(tasks.exclude(assignee=assignee).select_for_update().values_list("pk", "assignee_id"))
+        VerificationTask.objects.filter(pk__in=[pk for pk, _ in changed]).update(assignee=assignee)
+        for pk, before in changed:
+            record_audit(actor=actor, action="task.assign", obj=VerificationTask(pk=pk),
+                         before={"assignee": before}, after={"assignee": getattr(assignee, "pk", None)})
+    return len(changed)
+
+
+class ReviewRejected(ValueError):
+    """A review that cannot be recorded as asked (the message says why)."""
+
+
+def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str = ""):
+    """Record a reviewer's decision on a finished run; every decision but a comment settles the task.
+
+    accept → the run's verdict; override → the other verdict (or ``verdict``), reason required;
+    not_enough_evidence → that verdict; comment → no verdict, the task keeps its status.
+    """
+    from verifier.models import Review, Run, Verdict, VerificationTask
+
+    decisions = Review.Decision
+    if decision not in decisions.values:
+        raise ReviewRejected(f"unknown decision {decision!r}; use one of {', '.join(decisions.values)}")
+    reason = reason.strip()
+    if decision == decisions.COMMENT:
+        if not reason:
+            raise ReviewRejected("a comment needs text")
+        final = ""
+    else:
+        if run.status != Run.Status.SUCCEEDED or not run.verdict:
+            raise ReviewRejected(f"run {run.pk} has no verdict to review (status {run.status})")
+        if decision == decisions.ACCEPT:
+            final = run.verdict
+        elif decision == decisions.NOT_ENOUGH_EVIDENCE:
+            final = Verdict.NOT_ENOUGH_EVIDENCE
+        else:
+            if not reason:
+                raise ReviewRejected("overriding a verdict needs a reason")
+            final = verdict or {Verdict.CORRECT: Verdict.INCORRECT, Verdict.INCORRECT: Verdict.CORRECT}.get(run.verdict, "")
+            if final not in (Verdict.CORRECT, Verdict.INCORRECT) or final == run.verdict:
+                raise ReviewRejected(f"an override must change the verdict {run.verdict!r} to Correct or Incorrect")
+    with transaction.atomic():
+        task = VerificationTask.objects.select_for_update().get(pk=run.task_id)
+        review = Review.objects.create(run=run, reviewer=reviewer, decision=decision, verdict=final, reason=reason)
+        before = {"task_status": task.status}
+        if decision != decisions.COMMENT and task.status != VerificationTask.Status.REVIEWED:
+            task.status = VerificationTask.Status.REVIEWED
+            task.save(update_fields=["status", "updated_at"])
+        record_audit(actor=reviewer, action=f"review.{decision}", obj=run, before={**before, "verdict": run.verdict},
+                     after={"task_status": task.status, "verdict": final, "reason": reason, "review": review.pk})
+    return review
+
+
+def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str | None = None):
+    """Copy a finished run into the memory bank (optionally with an edited trajectory); the next run can
+    retrieve it at once. The entry's verdict is the latest reviewed verdict, else the run's."""
+    from verifier.memory.bank import add_entry, trajectory_of
+    from verifier.models import Run
+
+    if run.status != Run.Status.SUCCEEDED or not run.verdict:
+        raise ReviewRejected(f"only a finished run with a verdict can be promoted (run {run.pk} is {run.status})")
+    task = run.task
+    reviewed = run.reviews.exclude(verdict="").order_by("-created_at", "-id").first()
+    verdict = reviewed.verdict if reviewed else run.verdict
+    if verdict not in ("correct", "incorrect"):
+        raise ReviewRejected("a run reviewed as 'not enough evidence' cannot guide later runs")
+    text = (triple_text or f"{task.head.label} {task.relation.label} {task.tail.label}").strip()
+    body = (trajectory if trajectory is not None else trajectory_of(run)).strip()
+    if not body:
+        raise ReviewRejected("the trajectory is empty")
+    with transaction.atomic():
+        entry = add_entry(triple_text=text, trajectory=body, verdict=verdict, relation_label=task.relation.label,
+                          kg=task.kg, source_run=run, promoted_by=actor, provenance=f"promoted from run {run.pk}")
+        record_audit(actor=actor, action="memory.promote", obj=entry,
+                     after={"run": run.pk, "verdict": verdict, "edited": trajectory is not None})
+    return entry
+
+
+def set_memory_status(*, entry, status: str, actor=None) -> None:
+    """Retire or restore a memory entry (retired entries are never retrieved)."""
+    from verifier.models import MemoryEntry
+
+    if status not in MemoryEntry.Status.values:
+        raise ValueError(f"unknown status {status!r}")
+    if entry.status == status:
+        return
+    with transaction.atomic():
+        before = entry.status
+        entry.status = status
+        entry.save(update_fields=["status", "updated_at"])
+        record_audit(actor=actor, action=f"memory.{'retire' if status == 'retired' else 'restore'}", obj=entry,
+                     before={"status": before}, after={"status": status})

@@ -1,8 +1,10 @@
-from django.urls import path
+from django.urls import include, path
 
 from verifier import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
     path("health/", views.health, name="health"),
+    path("api/", include("verifier.api.urls")),
+    path("evaluations/", include("verifier.web.evaluations")),
+    path("", include("verifier.web.urls")),
 ]

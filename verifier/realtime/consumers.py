@@ -10,8 +10,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from verifier.models import Run, Step
 from verifier.realtime.events import run_group
 from verifier.realtime.publish import run_payload, step_payload
+from verifier.roles import VIEWER, has_role
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
 
@@ -26,6 +28,9 @@ class RunStepsConsumer(AsyncJsonWebsocketConsumer):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not await database_sync_to_async(has_role)(user, VIEWER):
+            await self.close(code=CLOSE_FORBIDDEN)
             return
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         run = await self._get_run()

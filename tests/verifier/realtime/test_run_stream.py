@@ -11,6 +11,7 @@ from verifier.kg.loader import load_source
 from verifier.kg.sources import KGSource
 from verifier.models import Run, Step, VerificationTask
 from verifier.realtime.publish import publish_step
+from verifier.roles import set_role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,6 +32,7 @@ def _make_run():
     for seq, kind in enumerate(["plan", "thought", "action"], start=1):
         Step.objects.create(run=run, seq=seq, kind=kind, content=f"{kind} text")
     user = get_user_model().objects.create_user("watcher", password="pw-watcher-1")
+    set_role(user, "viewer")
     return run, user
 
 
@@ -85,3 +87,11 @@ async def test_unknown_run_is_refused():
     cookie = await sync_to_async(_session_cookie)(user)
     communicator, connected, code = await _connect("/ws/runs/999999/", cookie)
     assert not connected and code == 4404
+
+
+async def test_signed_in_users_without_a_role_are_refused():
+    run, user = await sync_to_async(_make_run)()
+    await sync_to_async(set_role)(user, None)
+    cookie = await sync_to_async(_session_cookie)(user)
+    communicator, connected, code = await _connect(f"/ws/runs/{run.pk}/", cookie)
+    assert not connected and code == 4403

@@ -1,0 +1,1 @@
+"""The REST API (Django REST framework): tasks, runs, steps, reviews, memory bank, exports."""

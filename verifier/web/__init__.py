@@ -1,0 +1,1 @@
+"""The curator workbench: server-rendered pages, one module per area."""

@@ -1,0 +1,2 @@
+app_name = "evaluations"
+urlpatterns: list = []
