@@ -1,7 +1,5 @@
-from django.urls import path
+"""Workbench page routes; each area module owns its own paths."""
 
-from verifier import views
+from verifier.web import memory, queue, runs
 
-urlpatterns = [
-    path("", views.home, name="home"),
-]
+urlpatterns = [*queue.urlpatterns, *runs.urlpatterns, *memory.urlpatterns]

@@ -1,0 +1,3 @@
+"""Workbench pages: memory."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Workbench pages: runs."""
+
+urlpatterns: list = []
