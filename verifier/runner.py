@@ -50,8 +50,21 @@ def _set_status(run: Run, status: str, **fields) -> None:
         publish_run_status(run)
 
 
-def _persist(run: Run, seq: int, step: AgentStep) -> Step:
+def _persist(run: Run, seq: int, step: AgentStep, prices) -> Step | None:
+    """Store one step with its evidence and add its tokens and cost to the run, in one transaction.
+
+    The counter UPDATE also tells whether a curator cancelled the run (it then matches no row): the
+    step is not stored and None is returned.
+    """
     with transaction.atomic():
+        prompt_tokens = run.prompt_tokens + step.prompt_tokens
+        completion_tokens = run.completion_tokens + step.completion_tokens
+        cost = prices.cost(run.model, prompt_tokens, completion_tokens) if prices is not None else Decimal(0)
+        live = Run.objects.filter(pk=run.pk).exclude(status=Run.Status.CANCELLED).update(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
+        if not live:
+            return None
+        run.prompt_tokens, run.completion_tokens, run.cost_usd = prompt_tokens, completion_tokens, cost
         row = Step.objects.create(
             run=run, seq=seq, kind=step.kind, content=step.content, tool=step.tool, arguments=step.arguments,
             prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, duration_ms=step.duration_ms,
@@ -62,13 +75,6 @@ def _persist(run: Run, seq: int, step: AgentStep) -> Step:
                         source=item.source, content_hash=item.content_hash)
             for item in step.items
         ], ignore_conflicts=True)
-        if step.prompt_tokens or step.completion_tokens:
-            Run.objects.filter(pk=run.pk).update(
-                prompt_tokens=run.prompt_tokens + step.prompt_tokens,
-                completion_tokens=run.completion_tokens + step.completion_tokens,
-            )
-            run.prompt_tokens += step.prompt_tokens
-            run.completion_tokens += step.completion_tokens
         publish_step(row)
     return row
 
@@ -83,6 +89,8 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
             run.status, run.finished_at = Run.Status.FAILED, timezone.now()
             run.error = "the worker running this investigation stopped mid-run; start a new run"
             run.save()
+            VerificationTask.objects.filter(pk=run.task_id, status=VerificationTask.Status.RUNNING).update(
+                status=VerificationTask.Status.PENDING)
             publish_run_status(run)
             return run
         run.status, run.started_at = Run.Status.RUNNING, timezone.now()
@@ -107,9 +115,8 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
     if final is None:  # cancelled: the task goes back to the queue
         VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
         return run
-    cost = _cost(llm, run)
     _set_status(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
-                finished_at=timezone.now(), cost_usd=cost, confidence=_confidence(final))
+                finished_at=timezone.now(), confidence=_confidence(final))
     SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)
     VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
     return run
@@ -117,15 +124,16 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
 
 def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
     seq, final, memories_recorded = 0, None, False
+    prices = getattr(investigation.llm, "prices", None)
     for step in investigation.steps():
         if not memories_recorded:
             RunMemory.objects.bulk_create([RunMemory(run=run, entry_id=m.id, similarity=m.similarity, rank=rank)
                                            for rank, m in enumerate(investigation.memories, start=1)])
             memories_recorded = True
-        if Run.objects.filter(pk=run.pk, status=Run.Status.CANCELLED).exists():
-            return None
         seq += 1
-        row = _persist(run, seq, step)
+        row = _persist(run, seq, step, prices)
+        if row is None:  # cancelled
+            return None
         if on_step is not None:
             on_step(row)
         if step.kind == "verdict":
@@ -133,13 +141,6 @@ def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
     if final is None:
         raise RuntimeError("the investigation ended without a verdict")
     return final
-
-
-def _cost(llm, run: Run) -> Decimal:
-    prices = getattr(llm, "prices", None)
-    if prices is None:
-        return Decimal(0)
-    return prices.cost(run.model, run.prompt_tokens, run.completion_tokens)
 
 
 def _confidence(final: AgentStep) -> float | None:

@@ -10,6 +10,7 @@ from django.db import transaction
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, VerificationTask
+from verifier.realtime.publish import publish_run_status
 
 
 def record_audit(*, actor, action: str, obj, before: dict | None = None, after: dict | None = None) -> AuditEvent:
@@ -83,14 +84,20 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
     return run
 
 
-def cancel_run(*, run, actor=None) -> None:
+def cancel_run(*, run, actor=None) -> bool:
+    """Stop a queued or running run: its worker stores no further step. False if it had already ended."""
+    from django.utils import timezone
+
     from verifier.models import Run
 
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
-            status=Run.Status.CANCELLED)
+            status=Run.Status.CANCELLED, finished_at=timezone.now())
         if updated:
             record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})
+            run.refresh_from_db()
+            publish_run_status(run)
+    return bool(updated)
 
 
 def assign_tasks(*, tasks, assignee, actor=None) -> int:

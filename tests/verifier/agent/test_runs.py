@@ -185,6 +185,43 @@ def test_a_run_found_half_done_is_closed_as_failed_without_new_steps(task):
     assert again.status == Run.Status.FAILED and again.steps.count() == 1
 
 
+def test_tokens_and_cost_add_up_step_by_step(task):
+    from decimal import Decimal
+
+    from verifier.agent.llm import PriceTable
+
+    seen = []
+    with ScriptedOpenAIServer([PLAN, "Thought: enough.\nFinal Answer: [Correct] Because it is so."]) as server:
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01,
+                                  prices=PriceTable.from_env("scripted=1000000/2000000"))
+        run = start_run(task=task, queue=False)
+        execute_run(run.pk, llm=llm, on_step=lambda row: seen.append(Run.objects.values_list(
+            "prompt_tokens", "completion_tokens", "cost_usd").get(pk=run.pk)))
+    run.refresh_from_db()
+    assert seen[0][0] > 0 and seen[-1][0] == run.prompt_tokens > seen[0][0]  # the run's counters grow as steps land
+    assert run.cost_usd == Decimal(run.prompt_tokens * 1 + run.completion_tokens * 2)
+    assert seen[0][2] == Decimal(seen[0][0] + 2 * seen[0][1])
+
+
+def test_a_cancelled_run_stores_no_further_step(task):
+    from verifier.services import cancel_run
+
+    script = [PLAN] + ["Thought: look.\nAction: KG_Neighbor(Douglas Adams)"] * 5
+    with ScriptedOpenAIServer(script) as server:
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01)
+        run = start_run(task=task, queue=False)
+
+        def cancel_after_the_first_thought(row):
+            if row.kind == "thought":
+                assert cancel_run(run=Run.objects.get(pk=run.pk))
+
+        execute_run(run.pk, llm=llm, on_step=cancel_after_the_first_thought)
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED and run.finished_at is not None
+    assert kinds(run) == ["plan", "thought"]
+    assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING
+
+
 def test_an_unreachable_model_fails_the_run_with_the_reason(task):
     from verifier.agent.llm import OpenAICompatibleLLM
 

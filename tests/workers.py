@@ -1,0 +1,67 @@
+"""Real Celery worker processes for tests, attached to the test database and the embedded Redis."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from django.db import connection
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    """DATABASE_URL of the database this test session uses (``test_…``), for processes started by a test."""
+    s = connection.settings_dict
+    auth = quote(s["USER"]) + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
+    host = s["HOST"]
+    if host.startswith("/"):
+        return f"postgresql://{auth}@localhost:{s['PORT'] or 5432}/{s['NAME']}?host={quote(host)}"
+    return f"postgresql://{auth}@{host or 'localhost'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+class WorkerHandle:
+    def __init__(self, process: subprocess.Popen, hostname: str, queue: str):
+        self.process, self.hostname, self.queue = process, hostname, queue
+
+    def pool_children(self) -> list[int]:
+        import psutil
+
+        return [child.pid for child in psutil.Process(self.process.pid).children()]
+
+
+@contextmanager
+def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | None = None, timeout: float = 90):
+    """A worker on its own queue (so no other test's worker takes its tasks), stopped on exit."""
+    from kgv_web.celery import app
+
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    hostname = f"{queue}@localhost"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", pool, "--concurrency", str(concurrency),
+         "--queues", queue, "--hostname", hostname, "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
+        cwd=PROJECT_DIR, env={**os.environ, "DATABASE_URL": test_database_url(), **(env or {})},
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not (app.control.ping(destination=[hostname], timeout=0.5) or []):
+            if process.poll() is not None:
+                raise RuntimeError("the Celery worker exited during start-up")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the Celery worker did not answer a ping within {timeout:.0f} s")
+        yield WorkerHandle(process, hostname, queue)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        with app.connection_for_write() as conn:  # the queue was only for this worker
+            conn.default_channel.queue_delete(queue)
