@@ -45,6 +45,8 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)
 LLM_PRICES = env_str("LLM_PRICES", "*=0/0")
 # Constrain each step with a GBNF grammar (llama.cpp servers): on for the embedded local model.
 LLM_LOCAL_GRAMMAR = env_bool("LLM_GRAMMAR", not env_str("LLM_BASE_URL") or "127.0.0.1" in env_str("LLM_BASE_URL"))
+# Native tool calls (OpenAI "tools") instead of text actions, for endpoints that support them well.
+LLM_TOOL_CALLING = env_bool("LLM_TOOL_CALLING", False)
 KGV_T_MAX = env_int("KGV_T_MAX", 10, minimum=1)
 KGV_MEMORY_K = env_int("KGV_MEMORY_K", 3, minimum=0)
 
@@ -72,6 +74,9 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django.contrib.humanize",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "verifier",
 ]
@@ -130,9 +135,14 @@ WHITENOISE_USE_FINDERS = True  # serve straight from static/ in development with
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Run steps are broadcasts to whoever follows a run right now; the database is the record and a
+# (re)connecting browser catches up from it. Redis pub/sub fits that: a group_send is one PUBLISH, and the
+# subscriber polls with its own short read timeout, so a follower stays alive through a quiet run. The
+# list-based layer (channels_redis.core) blocks 5 s per BZPOPMIN against redis-py 8's 5 s socket timeout,
+# which killed the receive loop of a follower of a run quiet for more than 5 s.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL]},
     }
 }
@@ -154,11 +164,29 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# The REST API (verifier/api, docs/api.md). Token first: an anonymous request gets 401 with
+# ``WWW-Authenticate: Token``; browsers signed in to the workbench use their session (with CSRF).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["verifier.roles.HasRole"],
+    "EXCEPTION_HANDLER": "verifier.api.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "verifier.api.pagination.PagePagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "KGV API",
+    "DESCRIPTION": "Knowledge-graph verification workbench: tasks, runs, steps, reviews, memory bank, exports.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["verifier.roles.HasRole"],  # the schema and docs pages need the viewer role too
+    "SWAGGER_UI_DIST": "SIDECAR",  # Swagger UI / Redoc assets from drf-spectacular-sidecar: works offline
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 LOGGING = {

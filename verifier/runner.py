@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -100,7 +101,8 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
     try:
         llm = llm or build_llm(use_grammar=run.config.get("use_grammar"))
         # Small local models follow the step format only under a grammar; the endpoint says if it takes one.
-        config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False), **run.config})
+        config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False),
+                                         "tool_calling": settings.LLM_TOOL_CALLING, **run.config})
         run.model = getattr(llm, "model", "")
         claim = claim_of(task)
         query = QueryTriple(claim.head, claim.relation, claim.tail, claim.head_label, claim.relation_label, claim.tail_label)

@@ -8,6 +8,7 @@ RAG) run through the same generator so every mode leaves the same kind of record
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -45,6 +46,7 @@ class AgentConfig:
     external_tools: bool = True
     abstain: bool = False
     use_grammar: bool = False  # GBNF-constrained steps, for small local models on llama.cpp
+    tool_calling: bool = False  # the endpoint's native tool calls instead of "Action: Tool(args)" text
     max_step_tokens: int = 384
     samples: int = 5  # self-consistency
     sample_temperature: float = 0.7
@@ -121,7 +123,8 @@ class Investigation:
     def _agent(self) -> Iterator[AgentStep]:
         if self.config.use_planning:
             yield from self._plan()
-        system = prompts.REACT_SYSTEM.format(
+        native = self.config.tool_calling and not self.config.use_grammar
+        system = (prompts.REACT_TOOLS_SYSTEM if native else prompts.REACT_SYSTEM).format(
             tools=self._tool_list(), t_max=self.config.t_max, abstain=prompts.ABSTAIN_RULE if self.config.abstain else "")
         opening = self._context()
         if self.plan_text:
@@ -130,11 +133,26 @@ class Investigation:
         grammar = None
         if self.config.use_grammar:
             grammar = prompts.step_grammar(list(self.tools.specs), abstain=self.config.abstain)
-        corrected = False
+        tools = [spec.openai_tool() for spec in self.tools.specs.values()] if native else None
+        self._corrected = False
         for _ in range(self.config.t_max):
             started = time.perf_counter()
-            completion = self._complete(messages, stop=STOP, grammar=grammar, max_tokens=self.config.max_step_tokens)
+            if native:
+                completion = self._complete(messages, tools=tools, max_tokens=self.config.max_step_tokens)
+            else:
+                completion = self._complete(messages, stop=STOP, grammar=grammar, max_tokens=self.config.max_step_tokens)
             text = completion.text.strip()
+            if completion.tool_calls:
+                call = completion.tool_calls[0]  # one action per step: the others are not run
+                thought = text.removeprefix("Thought:").strip() or f"(calls {call['name']})"
+                yield _step_from("thought", completion, started, thought)
+                observation = yield from self._act(call["name"], call["arguments"])
+                messages.append({"role": "assistant", "content": text or None, "tool_calls": [{
+                    "id": call["id"], "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]})
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": observation})
+                self.history.append(f"{text}\nAction: {call['name']}({call['arguments']})\nObservation: {observation}")
+                continue
             try:
                 parsed = parse_step(text)
             except ParseError as error:
@@ -142,29 +160,37 @@ class Investigation:
                 yield from self._observe(messages, text, f"Format error: {error}")
                 continue
             if parsed.final is not None:
-                final = parsed.final
-                problem = self._citation_problem(final)
-                if problem and not corrected:
-                    corrected = True
-                    yield _step_from("thought", completion, started, text)
-                    yield from self._observe(messages, text, problem)
-                    continue
-                yield _step_from("thought", completion, started, parsed.thought or text)
-                yield self._verdict(final, forced=False)
-                return
+                verdict = yield from self._conclude(messages, completion, started, text, parsed)
+                if verdict:
+                    return
+                continue
             yield _step_from("thought", completion, started, parsed.thought)
-            arguments = parsed.arguments if isinstance(parsed.arguments, dict) else list(parsed.arguments)
-            shown_args = arguments if isinstance(arguments, dict) else {str(i): a for i, a in enumerate(arguments)}
-            yield AgentStep("action", f"{parsed.tool}({', '.join(map(str, shown_args.values()))})", tool=parsed.tool,
-                            arguments=shown_args)
-            tool_started = time.perf_counter()
-            result = self.tools.call(parsed.tool, arguments)
-            observation, items = self.support.observe(result)
-            step = AgentStep("observation", observation, tool=parsed.tool, items=items,
-                             duration_ms=int((time.perf_counter() - tool_started) * 1000))
+            observation = yield from self._act(parsed.tool, parsed.arguments)
             self._remember(messages, text, observation)
-            yield step
         yield from self._judgment()
+
+    def _act(self, tool: str, arguments) -> Iterator[AgentStep]:
+        """The action step and its observation (evidence keyed); returns the observation text."""
+        arguments = arguments if isinstance(arguments, dict) else list(arguments)
+        shown = arguments if isinstance(arguments, dict) else {str(i): a for i, a in enumerate(arguments)}
+        yield AgentStep("action", f"{tool}({', '.join(map(str, shown.values()))})", tool=tool, arguments=shown)
+        started = time.perf_counter()
+        observation, items = self.support.observe(self.tools.call(tool, arguments))
+        yield AgentStep("observation", observation, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
+        return observation
+
+    def _conclude(self, messages: list[dict], completion: Completion, started: float, text: str, parsed) -> Iterator[AgentStep]:
+        """A Final Answer: its citations are checked (sent back once if wrong), then the verdict. True if concluded."""
+        final = parsed.final
+        problem = self._citation_problem(final)
+        if problem and not self._corrected:
+            self._corrected = True
+            yield _step_from("thought", completion, started, text)
+            yield from self._observe(messages, text, problem)
+            return False
+        yield _step_from("thought", completion, started, parsed.thought or text)
+        yield self._verdict(final, forced=False)
+        return True
 
     def _observe(self, messages: list[dict], said: str, observation: str) -> Iterator[AgentStep]:
         self._remember(messages, said, observation)

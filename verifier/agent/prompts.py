@@ -56,6 +56,19 @@ Tools:
 {DATA_NOT_INSTRUCTIONS}
 You have at most {{t_max}} steps."""
 
+REACT_TOOLS_SYSTEM = f"""You verify whether a knowledge-graph triple is true, like a careful fact-checker. Work in steps.
+In each step, first write one short Thought: what evidence is still missing given the plan and the
+observations so far (if observations contradict the plan, say how you correct course); then call exactly
+one of the tools. Their results come back as tool messages, with evidence marked by keys such as [E3].
+When the evidence suffices, call no tool and write instead:
+Final Answer: [Correct] Because <explanation citing evidence keys, e.g. [E1][E4]>
+or
+Final Answer: [Incorrect] Because <explanation citing evidence keys>
+{{abstain}}
+{CRITERIA}
+{DATA_NOT_INSTRUCTIONS}
+You have at most {{t_max}} steps."""
+
 ABSTAIN_RULE = ("If after investigating there is no evidence either way, you may answer "
                 "Final Answer: [Not enough evidence] Because <what is missing>.\n")
 

@@ -237,3 +237,26 @@ def test_bad_configuration_is_refused_before_a_run_exists(task):
     with pytest.raises(ValueError, match="unknown mode 'oracle'"):
         start_run(task=task, config={"mode": "oracle"}, queue=False)
     assert not Run.objects.exists()
+
+
+def test_native_tool_calls_drive_the_same_loop(task):
+    from tests.openai_server import ToolCall, ToolCallReply
+
+    run, requests = run_with(task, [
+        PLAN,
+        ToolCallReply([ToolCall("KG_Path", {"entity_a": "Douglas Adams", "entity_b": "United Kingdom"})],
+                      text="Thought: Check where he was born."),
+        "Thought: Born in Cambridge, UK [E1].\nFinal Answer: [Correct] Because he was born in Cambridge [E1].",
+    ], tool_calling=True)
+    assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct"
+    assert kinds(run) == ["plan", "thought", "action", "observation", "thought", "verdict"]
+    action = run.steps.get(kind="action")
+    assert action.tool == "KG_Path" and action.arguments == {"entity_a": "Douglas Adams", "entity_b": "United Kingdom"}
+    assert run.steps.get(kind="thought", seq=2).content == "Check where he was born."
+    offered = {tool["function"]["name"] for tool in requests[1].body["tools"]}
+    assert {"KG_Path", "KG_Neighbor", "Wiki_Evidence"} <= offered and not requests[1].stop
+    # The observation goes back as a tool message answering the call, as the OpenAI protocol requires.
+    assistant, answer = requests[2].messages[-2:]
+    assert assistant["tool_calls"][0]["function"]["name"] == "KG_Path"
+    assert answer["role"] == "tool" and answer["tool_call_id"] == assistant["tool_calls"][0]["id"]
+    assert answer["content"].startswith("Paths between Douglas Adams")
