@@ -21,9 +21,11 @@ demo: $(INSTALLED)
 	scripts/install_llm.sh demo
 	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
 
-# Tests get their own embedded services (.embedded/test) so they never touch the demo's data.
+# Tests get their own embedded services (.embedded/test) so they never touch the demo's data; the browser
+# tests drive Debian's chromium (installed once by scripts/install_browser.sh) with Playwright.
 test: $(INSTALLED)
 	scripts/install_llm.sh test
+	scripts/install_browser.sh
 	DEBUG=1 SECRET_KEY=kgv-test KGV_EMBEDDED_DIR=$${KGV_EMBEDDED_DIR:-.embedded/test} $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(INSTALLED)

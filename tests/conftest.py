@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -59,30 +55,12 @@ def codex_subset(tmp_path_factory, data_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process():
-    """A real Celery worker (separate process) on the embedded Redis broker."""
-    hostname = f"kgv-test-{os.getpid()}@localhost"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "solo",
-         "--hostname", hostname, "--loglevel", "WARNING"],
-        cwd=PROJECT_DIR,
-        env={**os.environ},
-    )
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real Celery worker (separate process) on the embedded Redis broker's default queue and the test
+    database; its hostname is yielded. Tasks it runs see only committed rows (use transactional tests)."""
     from kgv_web.celery import app
+    from tests.workers import celery_worker
 
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail("the Celery worker exited during start-up")
-        replies = app.control.ping(destination=[hostname], timeout=0.5) or []
-        if replies:
-            break
-    else:
-        process.terminate()
-        pytest.fail("the Celery worker did not answer a ping within 60 s")
-    yield hostname
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    app.control.purge()  # tasks left queued by earlier sessions name runs of a database that is gone
+    with django_db_blocker.unblock(), celery_worker(pool="solo", queue="celery") as worker:
+        yield worker.hostname

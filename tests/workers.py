@@ -37,12 +37,15 @@ class WorkerHandle:
 
 
 @contextmanager
-def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | None = None, timeout: float = 90):
-    """A worker on its own queue (so no other test's worker takes its tasks), stopped on exit."""
+def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | None = None, timeout: float = 90,
+                  queue: str | None = None):
+    """A worker on the test database, stopped on exit. Without ``queue`` it gets a private queue (so no other
+    test's worker takes its tasks), which is deleted afterwards."""
     from kgv_web.celery import app
 
-    queue = f"test-{uuid.uuid4().hex[:8]}"
-    hostname = f"{queue}@localhost"
+    private = queue is None
+    queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    hostname = f"{queue}-{uuid.uuid4().hex[:6]}@localhost"
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", pool, "--concurrency", str(concurrency),
          "--queues", queue, "--hostname", hostname, "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
@@ -63,5 +66,6 @@ def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | No
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        with app.connection_for_write() as conn:  # the queue was only for this worker
-            conn.default_channel.queue_delete(queue)
+        if private:
+            with app.connection_for_write() as conn:  # the queue was only for this worker
+                conn.default_channel.queue_delete(queue)

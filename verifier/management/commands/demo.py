@@ -20,9 +20,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kgv_web.embedded import embedded_dir
 from verifier import health
-from verifier.models import KnowledgeGraph
+from verifier.memory.bank import import_bank
+from verifier.models import KnowledgeGraph, MemoryEntry
+from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
 
 DEMO_USERNAME = "demo"
+DEMO_USERS = {DEMO_USERNAME: ADMIN, "reviewer": REVIEWER, "curator": CURATOR, "viewer": VIEWER}
+SEED_MEMORY_BANK = Path(__file__).resolve().parents[2] / "data" / "memory_bank.json"
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -47,6 +51,7 @@ class Command(BaseCommand):
         self.stdout.write("Migrating the database…")
         call_command("migrate", interactive=False, verbosity=0)
         self._load_demo_kg()
+        self._seed_memory_bank()
         password = self._demo_login()
         if options["no_serve"]:
             return
@@ -61,17 +66,25 @@ class Command(BaseCommand):
         call_command("load_kg", "codex-s")
 
     def _demo_login(self) -> str:
-        """A demo user whose password is generated once and kept beside the embedded data."""
+        """Demo users, one per role, sharing a password generated once and kept beside the embedded data."""
         secret_file = embedded_dir() / "demo-password"
         if not secret_file.exists():
             secret_file.write_text(secrets.token_urlsafe(12))
             secret_file.chmod(0o600)
         password = secret_file.read_text().strip()
-        user, _ = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
-        user.is_staff = user.is_superuser = True
-        user.set_password(password)
-        user.save()
+        for username, role in DEMO_USERS.items():
+            user, _ = get_user_model().objects.get_or_create(username=username)
+            user.is_staff = user.is_superuser = role == ADMIN
+            user.set_password(password)
+            user.save()
+            set_role(user, role)
         return password
+
+    def _seed_memory_bank(self) -> None:
+        if MemoryEntry.objects.exists() or not SEED_MEMORY_BANK.exists():
+            return
+        added, _ = import_bank(SEED_MEMORY_BANK)
+        self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_MEMORY_BANK.name}).")
 
     def _serve(self, host: str, port: int, concurrency: int, password: str) -> None:
         from kgv_web.embedded_llm import provide_local_llm
@@ -104,7 +117,8 @@ class Command(BaseCommand):
             self._wait_until_healthy(children, lambda: stopping)
             url = f"http://{host}:{port}/"
             self.stdout.write(self.style.SUCCESS(
-                f"\nKGV is up at {url}\n  sign in as '{DEMO_USERNAME}' with password '{password}'\n"
+                f"\nKGV is up at {url}\n  sign in as '{DEMO_USERNAME}' (admin), 'reviewer', 'curator' or 'viewer', "
+                f"all with password '{password}'\n"
                 f"  health: {url}health/\nPress Ctrl-C to stop.\n"
             ))
             while not stopping and all(child.poll() is None for child in children):

@@ -1,0 +1,35 @@
+"""The scripted model of the browser tests: a short, well-formed investigation of whatever claim it is given.
+
+Each call waits a little so a browser can watch the steps arrive one by one."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from tests.openai_server import prompt_text
+
+
+class ScriptedInvestigator:
+    def __init__(self, *, delay: float = 0.6, verdict: str = "Correct"):
+        self.delay, self.verdict = delay, verdict
+
+    def __call__(self, body: dict) -> str:
+        time.sleep(self.delay)
+        messages = body.get("messages") or []
+        system = messages[0].get("content", "") if messages else ""
+        text = prompt_text(body)
+        match = re.search(r"^In words: (.*)$", text, re.MULTILINE)
+        head, *_, tail = match.group(1).split(" — ") if match else ("the head", "the tail")
+        if system.startswith("You are a verification strategist"):
+            return (f"=== Initial Impression ===\n[{self.verdict}] Because {head} is known to be linked to {tail}.\n"
+                    f"=== Strategic Plan ===\n[Step 1] KG_Neighbor({head})\n[Step 2] KG_Path({head}, {tail})")
+        done = sum(1 for m in messages if m.get("role") == "assistant")
+        if done == 0:
+            return f"Thought: First the facts the graph records about {head}.\nAction: KG_Neighbor({head})"
+        if done == 1:
+            return f"Thought: Now how {head} and {tail} are connected.\nAction: KG_Path({head}, {tail})"
+        keys = re.findall(r"\[(E\d+)\]", "\n".join(m.get("content") or "" for m in messages if m.get("role") == "user"))
+        cite = f"[{keys[0]}]" if keys else ""
+        return (f"Thought: The evidence {cite} settles it.\n"
+                f"Final Answer: [{self.verdict}] Because the retrieved facts {cite} connect {head} and {tail}.")
