@@ -231,10 +231,10 @@ def tasks_for(kg: KnowledgeGraph, count: int) -> list[VerificationTask]:
 class Worker:
     """A Celery worker subprocess on its own queue, so no other worker takes the runs and it takes no one else's."""
 
-    def __init__(self, llm_url: str, concurrency: int):
+    def __init__(self, llm_url: str, concurrency: int, index: int = 1):
         self.queue = f"kgv-bench-agent-{os.getpid()}"
-        self.hostname = f"{self.queue}@localhost"
-        self.log = LOG_DIR / "agent-worker.log"
+        self.hostname = f"{self.queue}-{index}@localhost"
+        self.log = LOG_DIR / f"agent-worker-{index}.log"
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "LLM_BASE_URL": llm_url, "LLM_MODEL": "scripted", "LLM_GRAMMAR": "0"}
         command = [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "threads",
@@ -360,21 +360,24 @@ def cancel_unfinished(ids: list[int]) -> None:
 def concurrency_bench(args, kg: KnowledgeGraph) -> None:
     tasks = tasks_for(kg, args.runs)
     calls = llm_calls(args.steps, settings.KGV_T_MAX)
-    ideal = math.ceil(args.runs / args.concurrency) * calls * args.delay
-    print(f"\n== 1. {args.runs} concurrent verifications through Celery (threads x {args.concurrency}), "
+    ideal = math.ceil(args.runs / (args.concurrency * args.processes)) * calls * args.delay
+    print(f"\n== 1. {args.runs} concurrent verifications through Celery ({args.processes} worker process(es) x "
+          f"{args.concurrency} threads), "
           f"{args.steps} tool steps, {args.delay * 1000:.0f} ms per LLM call ==")
     created: list[int] = []
     # Unwound in reverse on any exit: cancel unfinished runs, stop following, stop the worker (its running tasks
     # see the cancellation after their current LLM call, which the scripted server still answers), stop the server.
     with ExitStack() as stack:
         server = stack.enter_context(ScriptedOpenAIServer(Trajectory(args.steps), latency=args.delay))
-        worker = Worker(server.url, args.concurrency)
-        stack.callback(worker.stop)
+        workers = [Worker(server.url, args.concurrency, index) for index in range(1, args.processes + 1)]
+        for worker in workers:
+            stack.callback(worker.stop)
         follower = Follower()
         stack.callback(follower.close)
         stack.callback(cancel_unfinished, created)
-        print(f"worker ready in {worker.wait_ready():.1f} s (log: {worker.log})")
-        meter = CpuMeter(worker.process.pid)
+        for worker in workers:
+            print(f"worker {worker.hostname} ready in {worker.wait_ready():.1f} s (log: {worker.log})")
+        meter = CpuMeter([worker.process.pid for worker in workers])
         timeout = 120 + 20 * ideal
         if not args.no_warmup:
             started = time.time()
@@ -424,7 +427,7 @@ def analyse(round_: Round) -> dict | None:
 def report_concurrency(args, measured: Round, calls: int, ideal: float, follower: Follower, alone: dict | None) -> None:
     a = analyse(measured)
     if a is None:
-        print(f"no run succeeded; nothing to report (worker log: {LOG_DIR / 'agent-worker.log'})")
+        print(f"no run succeeded; nothing to report (worker log: {LOG_DIR / 'agent-worker-1.log'})")
         return
     done, n_steps, wall, cpu = a["done"], a["steps"], a["wall"], measured.cpu
     if a["failed"]:
@@ -444,7 +447,7 @@ def report_concurrency(args, measured: Round, calls: int, ideal: float, follower
           f"{measured.requests} LLM calls ({measured.requests / len(done):.2f} per run; the trajectory needs {calls})")
     print(f"creating the runs (start_run x {len(measured.ids)}, one transaction): {measured.created_ms:.0f} ms, before the clock starts")
     print(f"wall time, commit → last finished_at : {wall:6.2f} s")
-    print(f"ideal time, {calls} LLM calls x {args.delay * 1000:.0f} ms{' (in waves)' if args.runs > args.concurrency else ''} "
+    print(f"ideal time, {calls} LLM calls x {args.delay * 1000:.0f} ms{' (in waves)' if args.runs > args.concurrency * args.processes else ''} "
           f": {ideal:6.2f} s")
     print(f"throughput: {len(done) / wall:.2f} runs/s achieved vs {len(measured.ids) / ideal:.2f} runs/s ideal = "
           f"{100 * ideal / wall:.1f}% (target ≥ 90%)")
@@ -567,7 +570,8 @@ def _terminate(signum, frame):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=50, help="concurrent verifications (default 50)")
-    parser.add_argument("--concurrency", type=int, default=None, help="worker threads (default: --runs)")
+    parser.add_argument("--processes", type=int, default=1, help="Celery worker processes (default 1)")
+    parser.add_argument("--concurrency", type=int, default=None, help="threads per worker process (default: --runs / --processes)")
     parser.add_argument("--delay", type=float, default=0.2, help="seconds per LLM call (default 0.2)")
     parser.add_argument("--steps", type=int, default=4, help="Thought/Action steps per run (default 4)")
     parser.add_argument("--token-runs", type=int, default=5, help="verifications per trajectory length in part 2")
@@ -575,7 +579,7 @@ def main() -> None:
     parser.add_argument("--skip-concurrency", action="store_true")
     parser.add_argument("--skip-tokens", action="store_true")
     args = parser.parse_args()
-    args.concurrency = args.concurrency or args.runs
+    args.concurrency = args.concurrency or math.ceil(args.runs / args.processes)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background (SIGINT ignored)
     kg = ensure_kg()

@@ -43,10 +43,10 @@ def _ticks(fields: list[str], children: bool = False) -> int:
 
 
 class CpuMeter:
-    """CPU seconds used by the worker, the embedded PostgreSQL and Redis, this process and the rest of the machine."""
+    """CPU seconds used by the worker processes, the embedded PostgreSQL and Redis, this process and the rest of the machine."""
 
-    def __init__(self, worker_pid: int):
-        self.worker_pid = worker_pid
+    def __init__(self, worker_pids: list[int]):
+        self.worker_pids = set(worker_pids)
         host = Path(str(settings.DATABASES["default"].get("HOST") or "/nonexistent"))
         try:
             self.postmaster = int((host / "postmaster.pid").read_text().split()[0])
@@ -70,8 +70,8 @@ class CpuMeter:
             pid, proc = int(entry.name), _proc(entry.name)
             if proc is None:
                 continue
-            if pid == self.worker_pid:
-                ticks["worker"] = _ticks(proc[1], children=True)
+            if pid in self.worker_pids:
+                ticks["worker"] += _ticks(proc[1], children=True)
             elif pid == self.redis:
                 ticks["Redis"] = _ticks(proc[1])
             elif self.postmaster and pid == self.postmaster:
