@@ -1,13 +1,28 @@
-"""Broadcast of persisted run events to the run's channel group, after the transaction commits."""
+"""Broadcast of persisted run events to the run's channel group, after the transaction commits.
+
+Publishing happens on one long-lived event loop per process (a daemon thread), not through
+``async_to_sync`` per message: from a sync worker thread that would start a new event loop, open a new
+Redis connection and close both again for every step. Here every worker thread of a process shares one
+loop and one Redis connection, and a publish costs one PUBLISH round trip.
+"""
 
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
+import asyncio
+import logging
+import os
+import threading
+from concurrent.futures import Future
+
 from channels.layers import get_channel_layer
 from django.db import transaction
 
 from verifier.models import Run, Step
 from verifier.realtime.events import RunStatusMessage, StepMessage, run_group
+
+logger = logging.getLogger(__name__)
+
+SEND_TIMEOUT_SECONDS = 5
 
 
 def step_payload(step: Step) -> dict:
@@ -34,21 +49,52 @@ def run_payload(run: Run) -> dict:
         "completion_tokens": run.completion_tokens,
         "cost_usd": str(run.cost_usd),
         "error": run.error,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
 
 
-def _send(group: str, message: dict) -> None:
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(group, message)
+class _PublisherLoop:
+    """The process's publishing event loop, started on first use and again after a fork."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid: int | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="kgv-realtime-publisher", daemon=True).start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+    def submit(self, group: str, message: dict) -> Future:
+        layer = get_channel_layer()
+        return asyncio.run_coroutine_threadsafe(layer.group_send(group, message), self.loop())
+
+
+_publisher = _PublisherLoop()
+
+
+def send_to_group(group: str, message: dict) -> None:
+    """Publish and wait for Redis to take the message (keeps a run's steps in order). A broadcast that
+    fails is logged, not raised: the step is committed and followers catch up from the database."""
+    if get_channel_layer() is None:
+        return
+    try:
+        _publisher.submit(group, message).result(timeout=SEND_TIMEOUT_SECONDS)
+    except Exception:  # noqa: BLE001 - a lost broadcast must never fail the run that produced it
+        logger.exception("could not broadcast %s to %s", message.get("type"), group)
 
 
 def publish_step(step: Step) -> None:
     """Send a step to followers of its run once the row is committed (a reader can then re-fetch it)."""
     message: StepMessage = {"type": "run.step", "step": step_payload(step)}
-    transaction.on_commit(lambda: _send(run_group(step.run_id), message))
+    transaction.on_commit(lambda: send_to_group(run_group(step.run_id), message))
 
 
 def publish_run_status(run: Run) -> None:
     message: RunStatusMessage = {"type": "run.status", "run": run_payload(run)}
-    transaction.on_commit(lambda: _send(run_group(run.pk), message))
+    transaction.on_commit(lambda: send_to_group(run_group(run.pk), message))

@@ -1,3 +1,158 @@
-"""Workbench pages: runs."""
+"""Workbench pages: one run (live steps, evidence, review) and one task (its latest run, or a start button).
 
-urlpatterns: list = []
+Reading needs the viewer role; starting, cancelling and commenting the curator role; decisions on a
+verdict (accept, override, not enough evidence) the reviewer role.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, path, reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from verifier import services
+from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
+from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
+from verifier.runner import FINISHED
+from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
+
+DECISIONS_NEEDING_REVIEWER = {Review.Decision.ACCEPT, Review.Decision.OVERRIDE, Review.Decision.NOT_ENOUGH_EVIDENCE}
+
+
+def _with_queue(url: str, queue: str) -> str:
+    return f"{url}?{urlencode({'queue': queue})}" if queue else url
+
+
+def _promote_url(run: Run) -> str:
+    try:
+        return reverse("run-promote", args=[run.pk])
+    except NoReverseMatch:  # the memory pages register it; until they do, the same documented path
+        return f"/runs/{run.pk}/promote/"
+
+
+def _elapsed_seconds(run: Run) -> int | None:
+    if run.started_at is None:
+        return None
+    return int(((run.finished_at or timezone.now()) - run.started_at).total_seconds())
+
+
+def _run_context(request: HttpRequest, run: Run) -> dict:
+    queue = request.GET.get("queue", request.POST.get("queue", ""))
+    steps = list(run.steps.order_by("seq"))
+    items = list(run.support_items.select_related("step").order_by("id"))
+    reviews = list(run.reviews.select_related("reviewer"))
+    previous_id, next_id = queue_neighbours(run.task, queue, request.user)
+    overridden_to = {Verdict.CORRECT: Verdict.INCORRECT, Verdict.INCORRECT: Verdict.CORRECT}.get(run.verdict, "")
+    return {
+        "run": run,
+        "task": run.task,
+        "live": run.status not in FINISHED,
+        "steps": steps,
+        "last_seq": steps[-1].seq if steps else 0,
+        "cited_items": [item for item in items if item.cited],
+        "items": items,
+        "memories": list(RunMemory.objects.filter(run=run).select_related("entry").order_by("rank")),
+        "reviews": reviews,
+        "review": review_state(reviews),
+        "elapsed_seconds": _elapsed_seconds(run),
+        "can_curate": has_role(request.user, CURATOR),
+        "can_review": has_role(request.user, REVIEWER),
+        "reviewable": run.status == Run.Status.SUCCEEDED and bool(run.verdict),
+        "override_to": Verdict(overridden_to).label if overridden_to else "",
+        "verdict_choices": [(Verdict.CORRECT.value, Verdict.CORRECT.label), (Verdict.INCORRECT.value, Verdict.INCORRECT.label)],
+        "queue": queue,
+        "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
+        "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
+        "promote_url": _promote_url(run),
+        "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
+    }
+
+
+def _get_run(run_id: int) -> Run:
+    return get_object_or_404(Run.objects.select_related("task__kg", "task__head", "task__relation", "task__tail"), pk=run_id)
+
+
+@require_GET
+@role_required(VIEWER)
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(run_id)
+    return render(request, "verifier/run_detail.html", _run_context(request, run))
+
+
+@require_GET
+@role_required(VIEWER)
+def run_graph(request: HttpRequest, run_id: int) -> JsonResponse:
+    """The support subgraph of a run, for the page's graph (static/kgv/dist/graph.js)."""
+    return JsonResponse(support_subgraph(_get_run(run_id)))
+
+
+@require_POST
+@role_required(CURATOR)
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(run_id)
+    if services.cancel_run(run=run, actor=request.user):
+        messages.success(request, f"Run {run.pk} was cancelled; its worker stores no further step.")
+    else:
+        messages.error(request, f"Run {run.pk} had already ended ({run.get_status_display().lower()}); nothing to cancel.")
+    return redirect(_with_queue(reverse("run-detail", args=[run.pk]), request.POST.get("queue", "")))
+
+
+@require_POST
+@role_required(CURATOR)
+def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Record a decision or a comment; a rejected review re-renders the page with the reason and the text
+    the reviewer typed, and stores nothing."""
+    run = _get_run(run_id)
+    decision = request.POST.get("decision", "")
+    if decision in DECISIONS_NEEDING_REVIEWER and not has_role(request.user, REVIEWER):
+        raise PermissionDenied("deciding on a verdict needs the reviewer role")
+    try:
+        services.review_run(run=run, reviewer=request.user, decision=decision, reason=request.POST.get("reason", ""),
+                            verdict=request.POST.get("verdict", ""))
+    except services.ReviewRejected as rejected:
+        context = _run_context(request, run)
+        context.update(review_error=str(rejected), review_reason=request.POST.get("reason", ""), review_decision=decision)
+        return render(request, "verifier/run_detail.html", context, status=400)
+    label = dict(Review.Decision.choices)[decision]
+    messages.success(request, f"{label} recorded for run {run.pk}.")
+    return redirect(_with_queue(reverse("run-detail", args=[run.pk]), request.POST.get("queue", "")))
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(VIEWER)
+def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+    """GET: the task's latest run, or the task with a start button. POST (curator): start a run."""
+    task = get_object_or_404(VerificationTask.objects.select_related("kg", "head", "relation", "tail"), pk=task_id)
+    queue = request.GET.get("queue", request.POST.get("queue", ""))
+    if request.method == "POST":
+        if not has_role(request.user, CURATOR):
+            raise PermissionDenied("starting a run needs the curator role")
+        run = services.start_run(task=task, actor=request.user)
+        messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.")
+        return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
+    latest = task.runs.order_by("-created_at", "-id").first()
+    if latest is not None:
+        return redirect(_with_queue(reverse("run-detail", args=[latest.pk]), queue))
+    previous_id, next_id = queue_neighbours(task, queue, request.user)
+    return render(request, "verifier/task_detail.html", {
+        "task": task,
+        "queue": queue,
+        "can_curate": has_role(request.user, CURATOR),
+        "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
+        "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
+    })
+
+
+urlpatterns = [
+    path("runs/<int:run_id>/", run_detail, name="run-detail"),
+    path("runs/<int:run_id>/graph.json", run_graph, name="run-graph"),
+    path("runs/<int:run_id>/cancel/", run_cancel, name="run-cancel"),
+    path("runs/<int:run_id>/review/", run_review, name="run-review"),
+    path("tasks/<int:task_id>/", task_detail, name="task-detail"),
+]

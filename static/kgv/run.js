@@ -1,0 +1,340 @@
+// The run page: live steps over a websocket, the support subgraph, and the reviewer's keyboard.
+// Steps arrive as {"type": "run.step", "step": {...}} after one {"type": "run.status", "run": {...}}
+// (verifier/realtime/consumers.py); a reconnect asks for the steps after the last seq this page shows.
+(function () {
+  "use strict";
+
+  const FINISHED = ["succeeded", "failed", "cancelled"];
+  const KIND_LABELS = { plan: "Plan", thought: "Thought", action: "Action", observation: "Observation", verdict: "Verdict" };
+  const VERDICT_LABELS = { correct: "Correct", incorrect: "Incorrect", not_enough_evidence: "Not enough evidence" };
+  const STATUS_LABELS = { queued: "Queued", running: "Running", succeeded: "Succeeded", failed: "Failed", cancelled: "Cancelled" };
+  const NO_RETRY_CODES = [4401, 4403, 4404];
+  const BACKOFF_MS = { first: 500, max: 15000 };
+
+  const page = document.querySelector(".run-page");
+  if (!page) return;
+  const $ = (id) => document.getElementById(id);
+
+  // ---- evidence keys in step text become links to the evidence table -------------------------------
+  function linkifyKeys(pre) {
+    const text = pre.textContent;
+    if (!/\[E\d+\]/.test(text)) return;
+    pre.textContent = "";
+    text.split(/(\[E\d+\])/).forEach((part) => {
+      const match = /^\[(E\d+)\]$/.exec(part);
+      if (!match) {
+        pre.appendChild(document.createTextNode(part));
+        return;
+      }
+      const link = document.createElement("a");
+      link.className = "evidence-key";
+      link.dataset.key = match[1];
+      link.href = $("evidence-" + match[1]) ? "#evidence-" + match[1] : "#retrieved-" + match[1];
+      link.textContent = part;
+      pre.appendChild(link);
+    });
+  }
+
+  // ---- steps and the timeline ---------------------------------------------------------------------
+  const stepList = $("steps");
+  const timeline = $("timeline");
+  let lastSeq = Number(page.dataset.lastSeq || 0);
+
+  function stepElement(step) {
+    const item = document.createElement("li");
+    item.className = "step kind-" + step.kind;
+    item.id = "step-" + step.seq;
+    item.dataset.seq = step.seq;
+    item.dataset.kind = step.kind;
+    const head = document.createElement("div");
+    head.className = "step-head";
+    const parts = [["seq", String(step.seq)], ["kind", KIND_LABELS[step.kind] || step.kind]];
+    parts.forEach(([cls, text]) => {
+      const span = document.createElement("span");
+      span.className = cls;
+      span.textContent = text;
+      head.appendChild(span);
+    });
+    if (step.tool) {
+      const tool = document.createElement("code");
+      tool.className = "tool";
+      tool.textContent = step.tool;
+      head.appendChild(tool);
+    }
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    const tokens = step.prompt_tokens || step.completion_tokens ? ` · ${step.prompt_tokens}+${step.completion_tokens} tokens` : "";
+    meta.textContent = (step.duration_ms ? step.duration_ms + " ms" : "") + tokens;
+    head.appendChild(meta);
+    const content = document.createElement("pre");
+    content.className = "content";
+    content.textContent = step.content;
+    item.append(head, content);
+    linkifyKeys(content);
+    return item;
+  }
+
+  function addSegment(seq, kind, durationMs) {
+    if (!timeline) return;
+    const segment = document.createElement("a");
+    segment.className = "segment kind-" + kind;
+    segment.href = "#step-" + seq;
+    segment.dataset.seq = seq;
+    segment.dataset.durationMs = durationMs || 0;
+    segment.title = `${seq} · ${KIND_LABELS[kind] || kind}` + (durationMs ? ` · ${durationMs} ms` : "");
+    timeline.appendChild(segment);
+  }
+
+  function sizeTimeline() {
+    if (!timeline) return;
+    timeline.querySelectorAll(".segment").forEach((segment) => {
+      // square root keeps a 40 s model call from hiding the 20 ms tool calls next to it
+      segment.style.flexGrow = String(1 + Math.sqrt(Number(segment.dataset.durationMs || 0) / 100));
+    });
+  }
+
+  // ---- live figures: tokens, cost, elapsed --------------------------------------------------------
+  const figures = {
+    prompt: Number(($("prompt-tokens") || {}).textContent || 0),
+    completion: Number(($("completion-tokens") || {}).textContent || 0),
+    startedAt: page.dataset.startedAt ? Date.parse(page.dataset.startedAt) : null,
+    finishedAt: page.dataset.finishedAt ? Date.parse(page.dataset.finishedAt) : null,
+  };
+
+  function showTokens() {
+    if ($("prompt-tokens")) $("prompt-tokens").textContent = figures.prompt;
+    if ($("completion-tokens")) $("completion-tokens").textContent = figures.completion;
+  }
+
+  function showElapsed() {
+    const elapsed = $("elapsed");
+    if (!elapsed || figures.startedAt === null) return;
+    const end = figures.finishedAt === null ? Date.now() : figures.finishedAt;
+    const seconds = Math.max(0, Math.round((end - figures.startedAt) / 1000));
+    elapsed.dataset.seconds = seconds;
+    elapsed.textContent = seconds < 60 ? `${seconds} s` : `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  }
+
+  function applyStatus(run) {
+    $("run-status").textContent = STATUS_LABELS[run.status] || run.status;
+    $("run-status").dataset.status = run.status;
+    page.dataset.status = run.status;
+    figures.prompt = run.prompt_tokens;
+    figures.completion = run.completion_tokens;
+    showTokens();
+    if ($("cost")) $("cost").textContent = Number(run.cost_usd).toFixed(6);
+    if (run.started_at) figures.startedAt = Date.parse(run.started_at);
+    if (run.finished_at) figures.finishedAt = Date.parse(run.finished_at);
+    if (run.verdict) showVerdict(run.verdict);
+    if (FINISHED.includes(run.status)) finish(run);
+  }
+
+  function showVerdict(verdict) {
+    const box = $("verdict");
+    box.dataset.verdict = verdict;
+    box.className = "verdict verdict-" + verdict;
+    box.textContent = VERDICT_LABELS[verdict] || verdict;
+  }
+
+  function finish(run) {
+    if (page.dataset.state === "finished") return;
+    page.dataset.state = "finished";
+    showElapsed();
+    ["cancel-form", "pause-toggle"].forEach((id) => $(id) && ($(id).hidden = true));
+    if (!run.verdict && $("verdict").dataset.verdict === "") $("verdict").textContent = "No verdict";
+    setConnection(`The run ${run.status}. `, true);
+    loadGraph();
+  }
+
+  // ---- the stream, with pause ---------------------------------------------------------------------
+  let paused = false;
+  const buffered = [];
+
+  function applyStep(step) {
+    if (step.seq <= lastSeq) return; // a duplicate after a reconnect
+    lastSeq = step.seq;
+    page.dataset.lastSeq = lastSeq;
+    const follow = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    stepList.appendChild(stepElement(step));
+    addSegment(step.seq, step.kind, step.duration_ms);
+    sizeTimeline();
+    if ($("steps-empty")) $("steps-empty").hidden = true;
+    if (step.kind === "verdict") {
+      const verdict = /^\[(Correct|Incorrect|Not enough evidence)\]/i.exec(step.content);
+      if (verdict) showVerdict(verdict[1].toLowerCase().replace(/ /g, "_"));
+    }
+    if (follow) stepList.lastElementChild.scrollIntoView({ block: "end" });
+  }
+
+  function receiveStep(step) {
+    figures.prompt += step.prompt_tokens || 0;
+    figures.completion += step.completion_tokens || 0;
+    showTokens();
+    if (paused) {
+      buffered.push(step);
+      $("buffered-count").textContent = buffered.length;
+      $("buffered").hidden = false;
+    } else {
+      applyStep(step);
+    }
+  }
+
+  function setPaused(value) {
+    paused = value;
+    const toggle = $("pause-toggle");
+    if (toggle) {
+      toggle.setAttribute("aria-pressed", String(paused));
+      toggle.textContent = paused ? "Resume" : "Pause";
+    }
+    page.dataset.paused = String(paused);
+    if (!paused) {
+      buffered.splice(0).forEach(applyStep);
+      $("buffered").hidden = true;
+    }
+  }
+
+  function setConnection(text, withReload) {
+    const line = $("connection");
+    if (!line) return;
+    line.textContent = text;
+    if (withReload) {
+      const reload = document.createElement("a");
+      reload.href = window.location.href.split("#")[0];
+      reload.id = "reload-link";
+      reload.textContent = "Reload for the evidence and the review.";
+      line.appendChild(reload);
+    }
+  }
+
+  let socket = null;
+  let retryMs = BACKOFF_MS.first;
+
+  function connect() {
+    if (page.dataset.state !== "live" || !page.dataset.wsPath) return;
+    const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+    // the steps the page shows, plus those held back by the pause: resume after the last one received
+    const after = buffered.length ? buffered[buffered.length - 1].seq : lastSeq;
+    socket = new WebSocket(`${scheme}//${window.location.host}${page.dataset.wsPath}?after=${after}`);
+    socket.onopen = () => {
+      retryMs = BACKOFF_MS.first;
+      setConnection("Live.");
+    };
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.type === "run.step") {
+        const newest = buffered.length ? buffered[buffered.length - 1].seq : lastSeq;
+        if (message.step.seq > newest) receiveStep(message.step);
+      } else if (message.type === "run.status") {
+        applyStatus(message.run);
+      }
+    };
+    socket.onclose = (event) => {
+      socket = null;
+      if (page.dataset.state !== "live") return;
+      if (NO_RETRY_CODES.includes(event.code)) {
+        setConnection(event.code === 4404 ? "This run no longer exists." : "Not allowed to follow this run; sign in again.");
+        return;
+      }
+      const wait = Math.min(retryMs, BACKOFF_MS.max) * (0.75 + Math.random() / 2);
+      setConnection(`Connection lost; reconnecting in ${Math.round(wait / 1000)} s…`);
+      retryMs = Math.min(retryMs * 2, BACKOFF_MS.max);
+      window.setTimeout(connect, wait);
+    };
+  }
+
+  // ---- the support subgraph -----------------------------------------------------------------------
+  let graph = null;
+
+  function loadGraph() {
+    const container = $("graph");
+    if (!container || !page.dataset.graphUrl) return;
+    if (!window.KGVGraph) {
+      $("graph-status").textContent = "The graph library did not load (static/kgv/dist/graph.js).";
+      return;
+    }
+    fetch(page.dataset.graphUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then((response) => (response.ok ? response.json() : Promise.reject(new Error(response.statusText))))
+      .then((data) => {
+        if (graph) graph.cy.destroy();
+        graph = window.KGVGraph.draw(container, data, (keys) => {
+          const row = keys.length && $("evidence-" + keys[0]);
+          if (row) row.scrollIntoView({ block: "center" });
+        });
+        const shown = data.cited_only ? "cited" : "retrieved so far";
+        $("graph-status").textContent = `${data.nodes.length} entities, ${data.edges.length} relations (${shown}).`;
+      })
+      .catch((error) => {
+        $("graph-status").textContent = "Could not load the subgraph: " + error.message;
+      });
+  }
+
+  // ---- keyboard -----------------------------------------------------------------------------------
+  function submitDecision(buttonId) {
+    const button = $(buttonId);
+    if (button) $("review-form").requestSubmit(button);
+  }
+
+  function go(url) {
+    if (url) window.location.assign(url);
+  }
+
+  const SHORTCUTS = {
+    j: () => go(page.dataset.nextUrl),
+    n: () => go(page.dataset.nextUrl),
+    k: () => go(page.dataset.previousUrl),
+    p: () => go(page.dataset.previousUrl),
+    a: () => submitDecision("review-accept"),
+    e: () => submitDecision("review-nee"),
+    o: () => {
+      const reason = $("review-reason");
+      if (!reason || !$("review-override")) return;
+      reason.dataset.intent = "override";
+      reason.focus();
+    },
+    m: () => page.dataset.canReview === "true" && go(page.dataset.promoteUrl),
+    "?": () => toggleShortcuts(),
+  };
+
+  function toggleShortcuts() {
+    const sheet = $("shortcuts");
+    if (!sheet) return;
+    if (sheet.open) sheet.close();
+    else sheet.showModal();
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const target = event.target;
+    const typing = target.closest && target.closest("input, textarea, select, [contenteditable]");
+    if (typing) {
+      // in the reason box, Ctrl/Cmd+Enter sends the override that "o" started
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.dataset.intent === "override") {
+        event.preventDefault();
+        submitDecision("review-override");
+      } else if (event.key === "Escape") {
+        target.blur();
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const action = SHORTCUTS[event.key];
+    if (!action) return;
+    event.preventDefault();
+    action();
+  });
+
+  // ---- start --------------------------------------------------------------------------------------
+  document.querySelectorAll("#steps pre.content").forEach(linkifyKeys);
+  sizeTimeline();
+  if ($("pause-toggle")) $("pause-toggle").addEventListener("click", () => setPaused(!paused));
+  if ($("show-buffered")) $("show-buffered").addEventListener("click", () => setPaused(false));
+  if ($("shortcuts-button")) $("shortcuts-button").addEventListener("click", toggleShortcuts);
+  if ($("review-override")) {
+    $("review-override").addEventListener("click", () => ($("review-reason").dataset.intent = "override"));
+  }
+  showElapsed();
+  if (page.dataset.state === "live") {
+    window.setInterval(() => figures.finishedAt === null && showElapsed(), 1000);
+    connect();
+  }
+  if ($("graph")) loadGraph();
+})();
