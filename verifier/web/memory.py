@@ -1,3 +1,168 @@
-"""Workbench pages: memory."""
+"""Workbench pages: the memory bank (list, text and similarity search, one entry with the runs it guided),
+retiring and restoring entries, and promoting a run into the bank with an edited trajectory.
 
-urlpatterns: list = []
+Reading needs the viewer role; promoting, retiring and restoring the reviewer role. A promoted entry is
+embedded as it is saved, so the next run retrieves it.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count, Max, Q
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from pgvector.django import CosineDistance
+
+from verifier import services
+from verifier.memory import bank, encoder
+from verifier.models import MemoryEntry, Run, RunMemory, Verdict
+from verifier.roles import REVIEWER, VIEWER, has_role, role_required
+from verifier.web.forms import PromoteForm
+from verifier.web.links import run_url, task_url
+
+PAGE_SIZE = 50
+SEARCH_MODES = (("text", "Text"), ("similar", "Similar meaning"))
+STATUS_TABS = (("active", "Active"), ("retired", "Retired"), ("all", "All"))
+USES_SHOWN = 200
+CLOSEST_SHOWN = 3
+
+
+def _search(entries, mode: str, text: str):
+    """Text mode: the words anywhere in the triple, relation, trajectory or provenance. Similar mode: every
+    entry ranked by cosine similarity of its embedded triple text to ``text``, as the agent retrieves."""
+    if not text:
+        return entries.order_by("-created_at", "-id")
+    if mode == "similar":
+        distance = CosineDistance("embedding", encoder.encode_one(text))
+        return entries.annotate(distance=distance).order_by("distance", "-id")
+    condition = Q()
+    for field in ("triple_text", "relation_label", "trajectory", "provenance"):
+        condition |= Q(**{f"{field}__icontains": text})
+    return entries.filter(condition).order_by("-created_at", "-id")
+
+
+@require_GET
+@role_required(VIEWER)
+def memory_list(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", "active")
+    status = status if status in dict(STATUS_TABS) else "active"
+    mode = request.GET.get("mode", "text")
+    mode = mode if mode in dict(SEARCH_MODES) else "text"
+    text = request.GET.get("q", "").strip()
+    entries = MemoryEntry.objects.select_related("source_run", "promoted_by")
+    if status != "all":
+        entries = entries.filter(status=status)
+    if (verdict := request.GET.get("verdict", "")) in Verdict.values:
+        entries = entries.filter(verdict=verdict)
+    if relation := request.GET.get("relation", "").strip():
+        entries = entries.filter(relation_label=relation)
+    entries = _search(entries, mode, text).annotate(use_count=Count("uses"), last_used=Max("uses__run__created_at"))
+    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = list(page.object_list)
+    for entry in page.object_list:
+        entry.similarity = round(1 - float(entry.distance), 4) if hasattr(entry, "distance") else None
+    counts = dict(MemoryEntry.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return render(request, "verifier/memory_list.html", {
+        "page": page,
+        "params": request.GET,
+        "status": status,
+        "status_tabs": [(value, label, counts.get(value, 0) if value != "all" else sum(counts.values()))
+                        for value, label in STATUS_TABS],
+        "mode": mode,
+        "modes": SEARCH_MODES,
+        "q": text,
+        "verdicts": Verdict.choices,
+        "relations": MemoryEntry.objects.exclude(relation_label="").order_by("relation_label")
+                                        .values_list("relation_label", flat=True).distinct(),
+        "can_review": has_role(request.user, REVIEWER),
+    })
+
+
+@require_GET
+@role_required(VIEWER)
+def memory_detail(request: HttpRequest, entry_id: int) -> HttpResponse:
+    """One entry, where it came from, and every run it guided (newest first) at the similarity it was
+    retrieved at."""
+    entry = get_object_or_404(MemoryEntry.objects.select_related("source_run", "promoted_by", "kg"), pk=entry_id)
+    uses = (RunMemory.objects.filter(entry=entry)
+            .select_related("run__task__head", "run__task__relation", "run__task__tail")
+            .order_by("-run__created_at", "-run_id"))
+    shown = list(uses[:USES_SHOWN])
+    for use in shown:
+        use.run_href = run_url(use.run_id)
+    return render(request, "verifier/memory_detail.html", {
+        "entry": entry,
+        "uses": shown,
+        "use_count": uses.count(),
+        "source_run_href": run_url(entry.source_run_id) if entry.source_run_id else "",
+        "can_review": has_role(request.user, REVIEWER),
+    })
+
+
+@require_POST
+@role_required(REVIEWER)
+def memory_status(request: HttpRequest, entry_id: int) -> HttpResponse:
+    """Retire (never retrieved again) or restore an entry."""
+    entry = get_object_or_404(MemoryEntry, pk=entry_id)
+    status = request.POST.get("status", "")
+    if status not in MemoryEntry.Status.values:
+        return HttpResponseBadRequest(f"status must be one of {', '.join(MemoryEntry.Status.values)}")
+    services.set_memory_status(entry=entry, status=status, actor=request.user)
+    if status == MemoryEntry.Status.RETIRED:
+        messages.success(request, f"Memory {entry.pk} retired: later runs no longer retrieve it.")
+    else:
+        messages.success(request, f"Memory {entry.pk} restored: later runs can retrieve it again.")
+    return redirect(reverse("memory-detail", args=[entry.pk]))
+
+
+def _claim_text(run: Run) -> str:
+    task = run.task
+    return " ".join(part.label or part.external_id for part in (task.head, task.relation, task.tail))
+
+
+def _normalised(text: str) -> str:
+    return text.replace("\r\n", "\n").strip()
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(REVIEWER)
+def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Promote a run into the memory bank. The form starts from the run's own trajectory; what the reviewer
+    edits is what later runs will read."""
+    run = get_object_or_404(Run.objects.select_related("task__kg", "task__head", "task__relation", "task__tail"), pk=run_id)
+    original = bank.trajectory_of(run)
+    form = PromoteForm(request.POST or None, initial={"triple_text": _claim_text(run), "trajectory": original})
+    error = ""
+    if request.method == "POST" and form.is_valid():
+        trajectory = _normalised(form.cleaned_data["trajectory"])
+        try:
+            entry = services.promote_run(run=run, actor=request.user, triple_text=form.cleaned_data["triple_text"],
+                                         trajectory=trajectory if trajectory != _normalised(original) else None)
+        except services.ReviewRejected as rejected:
+            error = str(rejected)
+        else:
+            messages.success(request, f"Run {run.pk} promoted to memory {entry.pk}; the next run can retrieve it.")
+            return redirect(reverse("memory-detail", args=[entry.pk]))
+    status = 400 if request.method == "POST" else 200
+    return render(request, "verifier/memory_promote.html", {
+        "run": run,
+        "task": run.task,
+        "form": form,
+        "error": error,
+        "run_href": run_url(run.pk),
+        "task_href": task_url(run.task_id),
+        "latest_review": run.reviews.exclude(verdict="").select_related("reviewer").first(),
+        "already_promoted": list(MemoryEntry.objects.filter(source_run=run).order_by("-created_at")),
+        "closest": bank.retrieve(_claim_text(run), k=CLOSEST_SHOWN),
+    }, status=status)
+
+
+urlpatterns = [
+    path("memory/", memory_list, name="memory-list"),
+    path("memory/<int:entry_id>/", memory_detail, name="memory-detail"),
+    path("memory/<int:entry_id>/status/", memory_status, name="memory-status"),
+    path("runs/<int:run_id>/promote/", run_promote, name="run-promote"),
+]

@@ -1,7 +1,274 @@
-"""Workbench pages: queue."""
+"""Workbench pages: the queue of flagged triples (the home page), its bulk actions and live status, importing
+flagged triples from a file, and the audit log.
 
-from django.urls import path
+Reading needs the viewer role (exporting too); running, assigning and importing the curator role; the
+audit log the admin role. Filtering, search and sort are ``verifier.queue_filters.filter_tasks``, the same
+function the API uses, so a filtered queue means the same thing on every door.
+"""
 
-from verifier import views
+from __future__ import annotations
 
-urlpatterns = [path("", views.home, name="home")]
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.text import get_valid_filename
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from verifier import services
+from verifier.kg.loader import ImportRejected
+from verifier.models import AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
+from verifier.queue_filters import AGREEMENT_VALUES, FILTER_PARAMS, QueueFilterError, annotate_latest, filter_tasks
+from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
+from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
+from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
+
+PAGE_SIZES = (25, 50, 100, 200)
+DEFAULT_PAGE_SIZE = 50
+UNFINISHED_RUNS = (Run.Status.QUEUED, Run.Status.RUNNING)
+SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-confidence", "Most confident"),
+                ("confidence", "Least confident"), ("status", "Status"), ("relation", "Relation A→Z"),
+                ("-relation", "Relation Z→A"), ("-updated", "Recently changed"))
+AGREEMENT_LABELS = {"agree": "Reviewer agrees", "disagree": "Reviewer disagrees", "unreviewed": "Not reviewed"}
+
+
+def _page_size(request: HttpRequest) -> int:
+    value = request.GET.get("per_page", "")
+    return int(value) if value.isdigit() and int(value) in PAGE_SIZES else DEFAULT_PAGE_SIZE
+
+
+def queue_context_param(request: HttpRequest) -> str:
+    """The queue's filters as the run page's ``queue`` parameter (previous/next follow the same list).
+    "Assigned to me" becomes the user's id, so the run page needs no user to read it."""
+    params = request.GET.copy()
+    for name in list(params):
+        if name not in FILTER_PARAMS:
+            params.pop(name)
+    if params.get("assignee") == "me":
+        params["assignee"] = str(request.user.pk)
+    return params.urlencode()
+
+
+def _filter_choices() -> dict:
+    relation_ids = VerificationTask.objects.values("relation_id").distinct()
+    return {
+        "statuses": VerificationTask.Status.choices,
+        "kgs": list(KnowledgeGraph.objects.filter(tasks__isnull=False).distinct().order_by("name")),
+        "relations": list(Relation.objects.filter(pk__in=relation_ids).order_by("label", "external_id")),
+        "verdicts": [*Verdict.choices, ("none", "No verdict yet")],
+        "agreements": [(value, AGREEMENT_LABELS[value]) for value in AGREEMENT_VALUES],
+        "assignees": list(assignable_users()),
+        "sorts": SORT_CHOICES,
+        "page_sizes": PAGE_SIZES,
+        "export_formats": EXPORT_FORMATS,
+    }
+
+
+def _rows(tasks, queue_param: str) -> list[VerificationTask]:
+    """Each task with the links its row shows; the task link carries the queue's filters along."""
+    rows = list(tasks)
+    suffix = f"?{urlencode({'queue': queue_param})}" if queue_param else ""
+    verdict_labels = dict(Verdict.choices)
+    for task in rows:
+        task.verdict_label = verdict_labels.get(task.verdict, "")
+        task.href = task_url(task.pk) + suffix
+        task.run_href = run_url(task.latest_run_id) if task.latest_run_id else ""
+        task.live = task.latest_run_status in UNFINISHED_RUNS
+    return rows
+
+
+@require_GET
+@role_required(VIEWER)
+def queue_page(request: HttpRequest) -> HttpResponse:
+    """The flagged triples, filtered, searched, sorted and paginated; the filters live in the URL."""
+    status_counts = dict(VerificationTask.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    context = {
+        **_filter_choices(),
+        "params": request.GET,
+        "selected_statuses": [value for item in request.GET.getlist("status") for value in item.split(",")],
+        "status_tabs": [(value, label, status_counts.get(value, 0)) for value, label in VerificationTask.Status.choices],
+        "sort": request.GET.get("sort") or "-created",
+        "total_count": sum(status_counts.values()),
+        "mine_count": VerificationTask.objects.filter(assignee=request.user).count(),
+        "can_curate": has_role(request.user, CURATOR),
+        "per_page": _page_size(request),
+        "queue_param": queue_context_param(request),
+        "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
+    }
+    try:
+        tasks = filter_tasks(VerificationTask.objects.all(), request.GET, user=request.user)
+        page = Paginator(tasks, context["per_page"]).get_page(request.GET.get("page"))
+        page.object_list = _rows(page.object_list, context["queue_param"])
+    except QueueFilterError as error:
+        return render(request, "verifier/queue.html", {**context, "filter_error": error, "page": None}, status=400)
+    return render(request, "verifier/queue.html", {**context, "page": page})
+
+
+@require_GET
+@role_required(VIEWER)
+def queue_status(request: HttpRequest) -> JsonResponse:
+    """Status, latest verdict and confidence of the tasks ``?tasks=1,2,3``: the queue page polls it while
+    a row has a run queued or running."""
+    ids = [int(part) for part in request.GET.get("tasks", "").split(",") if part.strip().isdigit()][:500]
+    tasks = annotate_latest(VerificationTask.objects.filter(pk__in=ids))
+    verdict_labels = dict(Verdict.choices)
+    return JsonResponse({"tasks": [{
+        "id": task.pk,
+        "status": task.status,
+        "status_label": task.get_status_display(),
+        "run_id": task.latest_run_id,
+        "run_href": run_url(task.latest_run_id) if task.latest_run_id else "",
+        "live": task.latest_run_status in UNFINISHED_RUNS,
+        "verdict": task.verdict or "",
+        "verdict_label": verdict_labels.get(task.verdict, ""),
+        "confidence": task.confidence,
+    } for task in tasks]})
+
+
+def _back_to_queue(request: HttpRequest) -> HttpResponse:
+    """Back to the queue as the curator left it (filters, sort and page)."""
+    query = request.POST.get("return_query", "")
+    return redirect(f"{reverse('queue')}?{query}" if query else reverse("queue"))
+
+
+def _run_selected(request: HttpRequest, tasks) -> None:
+    busy = set(Run.objects.filter(task__in=tasks, status__in=UNFINISHED_RUNS).values_list("task_id", flat=True))
+    started = [services.start_run(task=task, actor=request.user) for task in tasks if task.pk not in busy]
+    if started:
+        messages.success(request, f"{len(started)} run(s) queued; each row shows its status as a worker takes it.")
+    if busy:
+        messages.warning(request, f"{len(busy)} task(s) already had a run queued or running and were left alone.")
+
+
+def _assign(request: HttpRequest, tasks, assignee) -> None:
+    changed = services.assign_tasks(tasks=VerificationTask.objects.filter(pk__in=[t.pk for t in tasks]),
+                                    assignee=assignee, actor=request.user)
+    who = assignee.get_username() if assignee else "nobody"
+    unchanged = len(tasks) - changed
+    suffix = f" ({unchanged} already were)" if unchanged else ""
+    messages.success(request, f"{changed} task(s) assigned to {who}{suffix}.")
+
+
+@require_POST
+@role_required(VIEWER)
+def bulk_action(request: HttpRequest) -> HttpResponse:
+    """Run, assign or export the ticked tasks. Exporting is reading (viewer); the rest needs a curator."""
+    form = BulkActionForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, error)
+        return _back_to_queue(request)
+    action, tasks = form.cleaned_data["action"], list(form.cleaned_data["tasks"].order_by("pk"))
+    if action == "export":
+        return redirect(export_url(form.cleaned_data["fmt"], [task.pk for task in tasks]))
+    if not has_role(request.user, CURATOR):
+        raise PermissionDenied(f"{dict(BulkActionForm.ACTIONS)[action].lower()} needs the curator role")
+    if action == "run":
+        _run_selected(request, tasks)
+    else:
+        _assign(request, tasks, form.cleaned_data["assignee"])
+    return _back_to_queue(request)
+
+
+def _import_file(form: TaskImportForm, actor) -> services.TaskImportReport:
+    """Hand the upload to the import service as a file that keeps its name (the tasks' source says
+    "name.csv:line") and its suffix (which decides CSV or TSV)."""
+    upload = form.cleaned_data["file"]
+    with tempfile.TemporaryDirectory(prefix="kgv-import-") as folder:
+        target = Path(folder) / get_valid_filename(Path(upload.name).name)
+        with target.open("wb") as handle:
+            for chunk in upload.chunks():
+                handle.write(chunk)
+        return services.import_flagged_triples(kg=form.cleaned_data["kg"], path=target, actor=actor)
+
+
+def _graph_summaries() -> list[KnowledgeGraph]:
+    """The loaded graphs with their sizes; a handful of graphs, so one indexed count each beats a join."""
+    graphs = list(KnowledgeGraph.objects.order_by("name"))
+    for graph in graphs:
+        graph.entity_count = graph.entities.count()
+        graph.triple_count = graph.triples.count()
+        graph.task_count = graph.tasks.count()
+    return graphs
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(CURATOR)
+def import_tasks(request: HttpRequest) -> HttpResponse:
+    """Queue flagged triples from a CSV/TSV file. All or nothing: a file with any bad row is rejected with
+    every bad row listed, and nothing is queued."""
+    form = TaskImportForm(request.POST or None, request.FILES or None)
+    context = {"form": form, "problems": [], "graphs": _graph_summaries()}
+    if request.method == "POST" and form.is_valid():
+        try:
+            report = _import_file(form, request.user)
+        except ImportRejected as rejected:
+            context["problems"] = rejected.problems
+            context["rejected_name"] = form.cleaned_data["file"].name
+            return render(request, "verifier/queue_import.html", context, status=400)
+        kg = form.cleaned_data["kg"]
+        messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
+                                  + (f"; {report.already_queued} were already queued." if report.already_queued else "."))
+        return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "verifier/queue_import.html", context, status=status)
+
+
+def _audit_object_href(event: AuditEvent) -> str:
+    """The page of the object an audit event is about, when it has one."""
+    if not event.object_id.isdigit():
+        return ""
+    pk = int(event.object_id)
+    if event.object_type == "verifier.run":
+        return run_url(pk)
+    if event.object_type == "verifier.verificationtask":
+        return task_url(pk)
+    if event.object_type == "verifier.memoryentry":
+        return reverse("memory-detail", args=[pk])
+    return ""
+
+
+@require_GET
+@role_required(ADMIN)
+def audit_log(request: HttpRequest) -> HttpResponse:
+    """Who did what, newest first, with the values before and after; filter by action, user and object."""
+    events = AuditEvent.objects.select_related("actor")
+    action, actor, object_type = (request.GET.get(name, "").strip() for name in ("action", "actor", "object_type"))
+    if action:
+        events = events.filter(action__startswith=action)
+    if actor:
+        events = events.filter(actor__username=actor)
+    if object_type:
+        events = events.filter(object_type=object_type)
+    if object_id := request.GET.get("object_id", "").strip():
+        events = events.filter(object_id=object_id)
+    page = Paginator(events, 100).get_page(request.GET.get("page"))
+    page.object_list = list(page.object_list)
+    for event in page.object_list:
+        event.href = _audit_object_href(event)
+    return render(request, "verifier/audit.html", {
+        "page": page,
+        "actions": AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct(),
+        "object_types": AuditEvent.objects.order_by("object_type").values_list("object_type", flat=True).distinct(),
+        "actors": get_user_model().objects.filter(auditevent__isnull=False).distinct().order_by("username"),
+        "params": request.GET,
+    })
+
+
+urlpatterns = [
+    path("", queue_page, name="queue"),
+    path("", queue_page, name="home"),  # the former home page; links to it land on the queue
+    path("queue/status.json", queue_status, name="queue-status"),
+    path("queue/bulk/", bulk_action, name="queue-bulk"),
+    path("import/", import_tasks, name="queue-import"),
+    path("audit/", audit_log, name="audit-log"),
+]

@@ -1,0 +1,126 @@
+"""Who may open which queue, memory-bank and audit page: anonymous users are sent to sign in, a role too low
+gets the 403 page and changes nothing, the role the page needs gets it. Also the shared layout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+from django.urls import reverse
+
+from tests.verifier.web.run_pages import make_finished_run, make_world
+from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing, is_login_redirect, signed_in, upload  # noqa: F401  (autouse fixture)
+from verifier.memory import bank
+from verifier.models import AuditEvent, MemoryEntry, Review, Run, VerificationTask
+from verifier.roles import ROLES
+from verifier.web import memory, queue
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass
+class Endpoint:
+    name: str  # the URL name
+    method: str
+    url: Callable[[dict], str]
+    role: str  # the lowest role allowed
+    data: Callable[[dict], dict] = field(default=lambda rows: {})
+    label: str = ""
+
+    def __str__(self) -> str:
+        return self.label or self.name
+
+
+ENDPOINTS = [
+    Endpoint("queue", "get", lambda rows: reverse("queue"), "viewer"),
+    Endpoint("home", "get", lambda rows: reverse("home"), "viewer"),
+    Endpoint("queue-status", "get", lambda rows: reverse("queue-status") + f"?tasks={rows['task'].pk}", "viewer"),
+    Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "viewer", label="bulk export",
+             data=lambda rows: {"action": "export", "fmt": "json", "tasks": [rows["task"].pk]}),
+    Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "curator", label="bulk run",
+             data=lambda rows: {"action": "run", "tasks": [rows["task"].pk]}),
+    Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "curator", label="bulk assign",
+             data=lambda rows: {"action": "assign", "tasks": [rows["task"].pk], "assignee": rows["curator"].pk}),
+    Endpoint("queue-import", "get", lambda rows: reverse("queue-import"), "curator"),
+    Endpoint("queue-import", "post", lambda rows: reverse("queue-import"), "curator", label="import a file",
+             data=lambda rows: {"kg": rows["kg"].pk, "file": upload("flagged.csv", "Q42,P19,Q142\n")}),
+    Endpoint("audit-log", "get", lambda rows: reverse("audit-log"), "admin"),
+    Endpoint("memory-list", "get", lambda rows: reverse("memory-list") + "?q=Douglas&mode=similar", "viewer"),
+    Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
+    Endpoint("memory-status", "post", lambda rows: reverse("memory-status", args=[rows["entry"].pk]), "reviewer",
+             label="retire", data=lambda rows: {"status": "retired"}),
+    Endpoint("run-promote", "get", lambda rows: reverse("run-promote", args=[rows["run"].pk]), "reviewer"),
+    Endpoint("run-promote", "post", lambda rows: reverse("run-promote", args=[rows["run"].pk]), "reviewer", label="promote",
+             data=lambda rows: {"triple_text": "Douglas Adams citizen of the UK", "trajectory": "Thought: edited"}),
+]
+
+
+def _below(role: str) -> str | None:
+    return ROLES[ROLES.index(role) - 1] if role != ROLES[0] else None
+
+
+@pytest.fixture
+def rows(make_user) -> dict:
+    world = make_world()
+    run = make_finished_run(world)
+    entry = bank.add_entry(triple_text="Douglas Adams country of citizenship United Kingdom", trajectory="Thought: …",
+                           verdict="correct")
+    return {"kg": world.kg, "task": world.task("Q145", "P17", "Q142"), "run": run, "entry": entry,
+            "curator": make_user("curator", "assignable")}
+
+
+def _state() -> tuple:
+    """Everything a page could write."""
+    return (AuditEvent.objects.count(), Run.objects.count(), VerificationTask.objects.count(),
+            list(VerificationTask.objects.order_by("pk").values_list("assignee_id", flat=True)),
+            list(MemoryEntry.objects.order_by("pk").values_list("status", flat=True)), Review.objects.count())
+
+
+def test_every_page_url_is_in_the_matrix():
+    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns]}
+    assert names == {endpoint.name for endpoint in ENDPOINTS}
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
+@pytest.mark.parametrize("who", ["anonymous", "below", "needed"])
+def test_each_page_admits_exactly_the_roles_it_needs(make_user, rows, endpoint, who):
+    role = {"anonymous": "anonymous", "below": _below(endpoint.role), "needed": endpoint.role}[who]
+    client = client_for(make_user, role)
+    before = _state()
+    response = getattr(client, endpoint.method)(endpoint.url(rows), endpoint.data(rows))
+    if role == "anonymous":
+        assert is_login_redirect(response), response.status_code
+        assert _state() == before
+    elif RANK[role] < RANK[endpoint.role]:
+        assert response.status_code == 403
+        assert f"needs the {endpoint.role} role." in response.content.decode()
+        assert _state() == before
+    else:
+        assert response.status_code == (200 if endpoint.method == "get" else 302), response.content.decode()[:1500]
+        assert not is_login_redirect(response)
+        if endpoint.method == "post" and endpoint.label != "bulk export":
+            assert AuditEvent.objects.count() > before[0], "every write leaves an audit event"
+
+
+def test_the_forbidden_page_names_the_role_held_and_the_role_needed(make_user):
+    response = client_for(make_user, "curator").get(reverse("audit-log"))
+    page = response.content.decode()
+    assert response.status_code == 403 and "This needs the admin role." in page
+    assert "with the role\n    <strong>curator</strong>" in page
+
+
+@pytest.mark.parametrize("role", ["viewer", "curator", "reviewer", "admin"])
+def test_the_layout_shows_the_areas_the_user_and_role_and_a_sign_out_button(make_user, role):
+    user = make_user(role)
+    client = signed_in(user)
+    page = client.get(reverse("memory-list")).content.decode()
+    nav = page.split('<nav class="primary"')[1].split("</nav>")[0]
+    assert '<a href="/">Queue</a>' in nav
+    assert '<a href="/memory/" aria-current="page">Memory bank</a>' in nav
+    assert '<a href="/evaluations/">Evaluations</a>' in nav and '<a href="/api/docs/">API docs</a>' in nav
+    assert ('<a href="/audit/">Audit log</a>' in nav) is (role == "admin")
+    assert f'{user.username}<span class="role role-{role}">{role}</span>' in page
+    assert f'<form method="post" action="{reverse("logout")}" class="inline">' in page
+    curate = client.get(reverse("queue")).content.decode()
+    assert ('href="/import/"' in curate) is (role != "viewer")

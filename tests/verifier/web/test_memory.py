@@ -1,0 +1,161 @@
+"""The memory bank pages: list, text and similarity search, an entry with the runs it guided, retiring and
+restoring, and promoting a run with an edited trajectory (embedded at once, retrieved by the next run)."""
+
+from __future__ import annotations
+
+import pytest
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
+
+from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
+from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
+from verifier.memory import bank
+from verifier.models import AuditEvent, MemoryEntry, Review, RunMemory
+
+pytestmark = pytest.mark.django_db
+
+ENTRIES = [
+    ("Douglas Adams country of citizenship United Kingdom", "country of citizenship",
+     "Thought: check where he was born.\nAction: KG_Neighbor(Douglas Adams, P27)\nFinal Answer: [Correct]", "correct"),
+    ("Paris capital of Germany", "capital of",
+     "Thought: Paris is in France.\nAction: Wiki_Evidence(Paris)\nFinal Answer: [Incorrect]", "incorrect"),
+    ("Marie Curie educated at University of Paris", "educated at",
+     "Thought: look for her studies at the Sorbonne.\nFinal Answer: [Correct]", "correct"),
+]
+
+
+@pytest.fixture
+def entries() -> list[MemoryEntry]:
+    return [bank.add_entry(triple_text=text, relation_label=relation, trajectory=trajectory, verdict=verdict)
+            for text, relation, trajectory, verdict in ENTRIES]
+
+
+def listed(response) -> list[int]:
+    assert response.status_code == 200
+    return [entry.pk for entry in response.context["page"].object_list]
+
+
+# ---- list and search --------------------------------------------------------------------------------
+
+def test_text_search_finds_words_in_the_triple_or_the_trajectory(make_user, entries):
+    client = client_for(make_user, "viewer")
+    assert listed(client.get(reverse("memory-list"), {"q": "paris"})) == [entries[2].pk, entries[1].pk]
+    assert listed(client.get(reverse("memory-list"), {"q": "sorbonne"})) == [entries[2].pk]
+    assert listed(client.get(reverse("memory-list"), {"q": "Douglas Adams nationality"})) == []
+
+
+def test_similarity_search_ranks_by_meaning_as_a_run_retrieves(make_user, entries):
+    response = client_for(make_user, "viewer").get(reverse("memory-list"), {"q": "Douglas Adams nationality", "mode": "similar"})
+    ranked = response.context["page"].object_list
+    assert ranked[0].pk == entries[0].pk and len(ranked) == 3
+    assert ranked[0].similarity > ranked[1].similarity >= ranked[2].similarity
+    assert [m.id for m in bank.retrieve("Douglas Adams nationality", k=3)] == [e.pk for e in ranked]
+    assert f'<td class="num similarity">{floatformat(ranked[0].similarity, 3)}</td>' in response.content.decode()
+
+
+def test_list_filters_by_status_verdict_and_relation(make_user, entries):
+    client = client_for(make_user, "viewer")
+    entries[1].status = MemoryEntry.Status.RETIRED
+    entries[1].save()
+    assert set(listed(client.get(reverse("memory-list")))) == {entries[0].pk, entries[2].pk}  # active by default
+    assert listed(client.get(reverse("memory-list"), {"status": "retired"})) == [entries[1].pk]
+    assert len(listed(client.get(reverse("memory-list"), {"status": "all"}))) == 3
+    assert listed(client.get(reverse("memory-list"), {"verdict": "correct", "relation": "educated at"})) == [entries[2].pk]
+
+
+def test_entry_page_lists_the_runs_that_used_it_with_links(make_user):
+    world = make_world()
+    run = make_finished_run(world)
+    use = RunMemory.objects.get(run=run)
+    page = client_for(make_user, "viewer").get(reverse("memory-detail", args=[use.entry_id])).content.decode()
+    uses = page.split('id="uses-table"')[1].split("</table>")[0]
+    assert f'href="/runs/{run.pk}/">run {run.pk}</a>' in uses and "0.873" in uses
+    assert "Douglas Adams · country of citizenship · United Kingdom" in uses
+    assert 'id="status-form"' not in page  # a viewer sees no retire button
+
+
+# ---- retire and restore -----------------------------------------------------------------------------
+
+def test_retiring_hides_an_entry_from_retrieval_and_restoring_brings_it_back(make_user, entries):
+    reviewer = make_user("reviewer")
+    client = signed_in(reviewer)
+    target = entries[0]
+    assert bank.retrieve(target.triple_text, k=1)[0].id == target.pk
+    response = client.post(reverse("memory-status", args=[target.pk]), {"status": "retired"}, follow=True)
+    assert "later runs no longer retrieve it" in response.content.decode()
+    assert target.pk not in [m.id for m in bank.retrieve(target.triple_text, k=3)]
+    client.post(reverse("memory-status", args=[target.pk]), {"status": "active"})
+    assert bank.retrieve(target.triple_text, k=1)[0].id == target.pk
+    events = AuditEvent.objects.filter(object_id=str(target.pk), actor=reviewer).order_by("id")
+    assert [(e.action, e.before, e.after) for e in events] == [
+        ("memory.retire", {"status": "active"}, {"status": "retired"}),
+        ("memory.restore", {"status": "retired"}, {"status": "active"})]
+
+
+def test_an_unknown_status_is_refused(make_user, entries):
+    response = client_for(make_user, "reviewer").post(reverse("memory-status", args=[entries[0].pk]), {"status": "deleted"})
+    assert response.status_code == 400
+    assert MemoryEntry.objects.get(pk=entries[0].pk).status == MemoryEntry.Status.ACTIVE
+
+
+# ---- promotion --------------------------------------------------------------------------------------
+
+def test_promote_page_offers_the_run_trajectory_for_editing(make_user):
+    run = make_finished_run(make_world())
+    response = client_for(make_user, "reviewer").get(reverse("run-promote", args=[run.pk]))
+    assert response.status_code == 200
+    form = response.context["form"]
+    assert form["trajectory"].value() == bank.trajectory_of(run)
+    assert form["triple_text"].value() == "Douglas Adams country of citizenship United Kingdom"
+    page = response.content.decode()
+    assert "Thought: I should look at Douglas Adams&#x27;s facts." in page and "<textarea" in page
+    assert "Alan Turing country of citizenship United Kingdom" in page  # the closest entry already in the bank
+
+
+def test_promoting_with_an_edited_trajectory_makes_an_active_entry_the_next_run_retrieves_first(make_user):
+    run = make_finished_run(make_world())
+    reviewer = make_user("reviewer")
+    client = signed_in(reviewer)
+    edited = "Thought: Cambridge is in England.\nAction: KG_Path(Douglas Adams, United Kingdom)\nFinal Answer: [Correct]"
+    response = client.post(reverse("run-promote", args=[run.pk]), {
+        "triple_text": "Douglas Adams country of citizenship United Kingdom", "trajectory": edited.replace("\n", "\r\n")})
+    entry = MemoryEntry.objects.get(source_run=run)
+    assert response.status_code == 302 and response["Location"] == reverse("memory-detail", args=[entry.pk])
+    assert entry.status == MemoryEntry.Status.ACTIVE and entry.trajectory == edited and entry.verdict == "correct"
+    assert entry.promoted_by == reviewer and entry.relation_label == "country of citizenship"
+    first = bank.retrieve("Douglas Adams country of citizenship United Kingdom", k=3)[0]
+    assert first.id == entry.pk and first.trajectory == edited
+    audit = AuditEvent.objects.get(action="memory.promote", object_id=str(entry.pk))
+    assert audit.actor == reviewer and audit.after == {"run": run.pk, "verdict": "correct", "edited": True}
+    assert f"Run {run.pk} promoted to memory {entry.pk}" in client.get(response["Location"]).content.decode()
+
+
+def test_promoting_the_unchanged_trajectory_records_it_as_not_edited_and_takes_the_reviewed_verdict(make_user):
+    run = make_finished_run(make_world())
+    reviewer = make_user("reviewer")
+    Review.objects.create(run=run, reviewer=reviewer, decision="override", verdict="incorrect", reason="wrong country")
+    client = signed_in(reviewer)
+    client.post(reverse("run-promote", args=[run.pk]), {"triple_text": "Douglas Adams citizen of the UK",
+                                                         "trajectory": bank.trajectory_of(run)})
+    entry = MemoryEntry.objects.get(source_run=run)
+    assert entry.verdict == "incorrect" and entry.triple_text == "Douglas Adams citizen of the UK"
+    assert entry.trajectory == bank.trajectory_of(run)
+    assert AuditEvent.objects.get(action="memory.promote").after["edited"] is False
+    again = client.get(reverse("run-promote", args=[run.pk])).content.decode()
+    assert 'id="already-promoted"' in again and f"memory {entry.pk}</a>" in again
+
+
+def test_a_run_without_a_verdict_cannot_be_promoted_and_the_page_says_why(make_user):
+    run = make_live_run(make_world())
+    response = client_for(make_user, "reviewer").post(reverse("run-promote", args=[run.pk]), {
+        "triple_text": "Douglas Adams place of birth Cambridge", "trajectory": "Thought: still running"})
+    assert response.status_code == 400
+    assert "only a finished run with a verdict can be promoted" in response.content.decode()
+    assert not MemoryEntry.objects.filter(source_run=run).exists()
+
+
+def test_an_emptied_trajectory_is_refused(make_user):
+    run = make_finished_run(make_world())
+    response = client_for(make_user, "reviewer").post(reverse("run-promote", args=[run.pk]), {
+        "triple_text": "Douglas Adams country of citizenship United Kingdom", "trajectory": "   "})
+    assert response.status_code == 400 and not MemoryEntry.objects.filter(source_run=run).exists()

@@ -1,0 +1,287 @@
+"""The queue page (filters, search, sort, pagination, live status), its bulk actions, importing flagged
+triples from a file, and the audit log."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.urls import reverse
+
+from tests.verifier.web.run_pages import RunWorld, make_world
+from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in, upload  # noqa: F401  (autouse fixture)
+from verifier.models import AuditEvent, Review, Run, VerificationTask
+
+pytestmark = pytest.mark.django_db
+
+Status = VerificationTask.Status
+
+
+@dataclass
+class Queue:
+    world: RunWorld
+    me: object  # the curator looking at the queue
+    client: object
+    pending: VerificationTask
+    correct: VerificationTask  # verified, correct at 0.9
+    incorrect: VerificationTask  # verified, incorrect at 0.4
+    agreed: VerificationTask  # reviewed: the reviewer accepted "correct" (0.8)
+    overridden: VerificationTask  # reviewed: the reviewer overrode "correct" (0.6) to incorrect
+    running: VerificationTask  # a run in progress, assigned to me
+
+
+def _finished(task, verdict, confidence) -> Run:
+    return Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict=verdict, confidence=confidence)
+
+
+@pytest.fixture
+def queue(make_user) -> Queue:
+    world = make_world()
+    me, reviewer = make_user("curator", "me"), make_user("reviewer", "rita")
+    client = signed_in(me)
+    pending = world.task("Q42", "P27", "Q145")
+    correct = world.task("Q42", "P19", "Q350", status=Status.VERIFIED)
+    incorrect = world.task("Q42", "P19", "Q142", status=Status.VERIFIED)
+    agreed = world.task("Q350", "P17", "Q145", status=Status.REVIEWED)
+    overridden = world.task("Q142", "P17", "Q145", status=Status.REVIEWED)
+    running = world.task("Q145", "P17", "Q142", status=Status.RUNNING, assignee=me)
+    _finished(correct, "correct", 0.9)
+    _finished(incorrect, "incorrect", 0.4)
+    Review.objects.create(run=_finished(agreed, "correct", 0.8), reviewer=reviewer, decision="accept", verdict="correct")
+    Review.objects.create(run=_finished(overridden, "correct", 0.6), reviewer=reviewer, decision="override",
+                          verdict="incorrect", reason="the KG says otherwise")
+    Run.objects.create(task=running, status=Run.Status.RUNNING)
+    return Queue(world, me, client, pending, correct, incorrect, agreed, overridden, running)
+
+
+def shown(response) -> list[int]:
+    assert response.status_code == 200, response.content.decode()[:2000]
+    return [task.pk for task in response.context["page"].object_list]
+
+
+def ids(*tasks) -> set[int]:
+    return {task.pk for task in tasks}
+
+
+# ---- filters, search, sort -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"status": "pending"}, ["pending"]),
+    ({"status": "verified"}, ["correct", "incorrect"]),
+    ({"verdict": "incorrect"}, ["incorrect"]),
+    ({"verdict": "none"}, ["pending", "running"]),
+    ({"agreement": "agree"}, ["agreed"]),
+    ({"agreement": "disagree"}, ["overridden"]),
+    ({"confidence_min": "0.7"}, ["correct", "agreed"]),
+    ({"confidence_min": "0.5", "confidence_max": "0.85"}, ["agreed", "overridden"]),
+    ({"assignee": "me"}, ["running"]),
+    ({"q": "cambridge"}, ["correct", "agreed"]),
+    ({"q": "P19"}, ["correct", "incorrect"]),
+    ({"status": "reviewed", "agreement": "agree"}, ["agreed"]),
+])
+def test_filters_and_search_narrow_the_queue_to_the_matching_tasks(queue, params, expected):
+    assert set(shown(queue.client.get(reverse("queue"), params))) == ids(*(getattr(queue, name) for name in expected))
+
+
+def test_relation_filter_keeps_the_tasks_of_that_relation(queue):
+    relation = queue.world.relations["P17"]
+    assert set(shown(queue.client.get(reverse("queue"), {"relation": relation.pk}))) == ids(
+        queue.agreed, queue.overridden, queue.running)
+
+
+def test_the_home_page_is_the_whole_queue_newest_first(queue):
+    response = queue.client.get("/")
+    assert shown(response) == [queue.running.pk, queue.overridden.pk, queue.agreed.pk, queue.incorrect.pk,
+                               queue.correct.pk, queue.pending.pk]
+    assert reverse("home") == reverse("queue") == "/"
+
+
+@pytest.mark.parametrize(("sort", "expected"), [
+    ("-confidence", ["correct", "agreed", "overridden", "incorrect", "running", "pending"]),  # no verdict last
+    ("confidence", ["incorrect", "overridden", "agreed", "correct", "pending", "running"]),
+    ("created", ["pending", "correct", "incorrect", "agreed", "overridden", "running"]),
+])
+def test_sorting_orders_rows_by_the_chosen_key(queue, sort, expected):
+    assert shown(queue.client.get(reverse("queue"), {"sort": sort})) == [getattr(queue, name).pk for name in expected]
+
+
+def test_sorting_by_relation_and_status_groups_rows(queue):
+    by_relation = queue.client.get(reverse("queue"), {"sort": "relation"}).context["page"].object_list
+    labels = [task.relation.label for task in by_relation]
+    assert labels == sorted(labels) and labels[0] == "country" and labels[-1] == "place of birth"
+    by_status = [task.status for task in queue.client.get(reverse("queue"), {"sort": "status"}).context["page"].object_list]
+    assert by_status == sorted(by_status)
+
+
+def test_an_unusable_filter_value_is_named_and_lists_nothing(queue):
+    response = queue.client.get(reverse("queue"), {"confidence_min": "high"})
+    assert response.status_code == 400
+    assert "confidence_min" in response.content.decode() and 'id="queue-table"' not in response.content.decode()
+
+
+def test_rows_show_status_verdict_confidence_agreement_and_assignee(queue):
+    page = queue.client.get(reverse("queue")).content.decode()
+    overridden_row = page.split(f'data-task-id="{queue.overridden.pk}"')[1].split("</tr>")[0]
+    assert "badge status-reviewed" in overridden_row and "badge verdict-correct" in overridden_row
+    assert "0.60" in overridden_row and "disagrees" in overridden_row
+    running_row = page.split(f'data-task-id="{queue.running.pk}"')[1].split("</tr>")[0]
+    assert 'data-live="true"' in running_row and ">me</span>" in running_row and "badge status-running" in running_row
+    run = queue.correct.runs.get()
+    assert f'href="/runs/{run.pk}/"' in page  # the verdict links to the run that reached it
+
+
+def test_assigned_to_me_is_one_click_and_row_links_carry_the_filters_to_the_run_page(queue):
+    page = queue.client.get(reverse("queue")).content.decode()
+    assert 'href="?assignee=me" id="mine-toggle">Assigned to me <span class="n">1</span>' in page
+    mine = queue.client.get(reverse("queue"), {"assignee": "me"})
+    assert shown(mine) == [queue.running.pk]
+    link = f'href="/tasks/{queue.running.pk}/?queue=assignee%3D{queue.me.pk}"'
+    assert link in mine.content.decode()  # "me" is spelled out as the user id for the run page's previous/next
+
+
+def test_pagination_keeps_the_filters(make_user):
+    world = make_world()
+    client = client_for(make_user, "viewer")
+    combos = [(h, r, t) for h in world.entities for r in world.relations for t in world.entities if h != t]
+    for head, relation, tail in combos[:30]:
+        world.task(head, relation, tail)
+    for head, relation, tail in combos[30:33]:
+        world.task(head, relation, tail, status=Status.VERIFIED)
+    first = client.get(reverse("queue"), {"status": "pending", "per_page": "25"})
+    assert len(shown(first)) == 25 and first.context["page"].paginator.count == 30
+    next_link = first.content.decode().split('rel="next"')[0].rsplit('href="', 1)[1].split('"')[0]
+    assert parse_qs(urlsplit(next_link.replace("&amp;", "&")).query) == {"status": ["pending"], "per_page": ["25"], "page": ["2"]}
+    second = client.get(reverse("queue") + next_link.replace("&amp;", "&"))
+    assert len(shown(second)) == 5 and not set(shown(first)) & set(shown(second))
+    assert {t.status for t in second.context["page"].object_list} == {Status.PENDING}
+
+
+def test_status_json_reports_the_rows_a_page_follows_live(queue):
+    response = queue.client.get(reverse("queue-status"), {"tasks": f"{queue.running.pk},{queue.correct.pk}"})
+    rows = {row["id"]: row for row in response.json()["tasks"]}
+    assert rows[queue.running.pk]["live"] is True and rows[queue.running.pk]["status"] == "running"
+    assert rows[queue.correct.pk]["verdict"] == "correct" and rows[queue.correct.pk]["run_href"].startswith("/runs/")
+    assert rows[queue.correct.pk]["confidence"] == 0.9 and rows[queue.correct.pk]["live"] is False
+
+
+# ---- bulk actions -----------------------------------------------------------------------------------
+
+def _bulk(client, action, tasks, **extra):
+    return client.post(reverse("queue-bulk"), {"action": action, "tasks": [t.pk for t in tasks],
+                                               "return_query": "status=pending", **extra})
+
+
+def test_bulk_assign_gives_the_tasks_to_a_curator_and_audits_each_change(queue, make_user):
+    colleague = make_user("curator", "colleague")
+    response = _bulk(queue.client, "assign", [queue.pending, queue.correct, queue.running], assignee=colleague.pk)
+    assert response.status_code == 302 and response["Location"] == "/?status=pending"
+    assert VerificationTask.objects.filter(assignee=colleague).count() == 3
+    events = AuditEvent.objects.filter(action="task.assign", actor=queue.me)
+    assert events.count() == 3
+    assert events.get(object_id=str(queue.running.pk)).before == {"assignee": queue.me.pk}
+    assert events.get(object_id=str(queue.running.pk)).after == {"assignee": colleague.pk}
+    page = queue.client.get(response["Location"]).content.decode()
+    assert "3 task(s) assigned to colleague." in page
+
+
+def test_bulk_unassign(queue):
+    _bulk(queue.client, "assign", [queue.running], assignee="")
+    queue.running.refresh_from_db()
+    assert queue.running.assignee is None
+
+
+def test_bulk_run_starts_one_run_per_task_and_leaves_busy_tasks_alone(queue):
+    before = Run.objects.count()
+    response = _bulk(queue.client, "run", [queue.pending, queue.incorrect, queue.running])
+    assert response.status_code == 302
+    started = Run.objects.filter(created_by=queue.me, status=Run.Status.QUEUED)
+    assert {run.task_id for run in started} == ids(queue.pending, queue.incorrect)  # `running` already had a run
+    assert Run.objects.count() == before + 2
+    assert AuditEvent.objects.filter(action="run.start", actor=queue.me).count() == 2
+    page = queue.client.get(response["Location"]).content.decode()
+    assert "2 run(s) queued" in page and "1 task(s) already had a run queued or running" in page
+
+
+def test_bulk_export_goes_to_the_export_endpoint_with_the_ticked_tasks(make_user, queue):
+    viewer = client_for(make_user, "viewer")
+    response = _bulk(viewer, "export", [queue.correct, queue.pending], fmt="csv")
+    assert response.status_code == 302
+    assert response["Location"] == f"/api/export/csv/?tasks={queue.pending.pk},{queue.correct.pk}"
+
+
+def test_a_viewer_may_export_but_not_run_or_assign(make_user, queue):
+    viewer = client_for(make_user, "viewer")
+    before = Run.objects.count()
+    assert _bulk(viewer, "run", [queue.pending]).status_code == 403
+    assert _bulk(viewer, "assign", [queue.pending], assignee=queue.me.pk).status_code == 403
+    assert Run.objects.count() == before and VerificationTask.objects.get(pk=queue.pending.pk).assignee is None
+
+
+def test_bulk_without_a_ticked_task_explains_and_changes_nothing(queue):
+    response = queue.client.post(reverse("queue-bulk"), {"action": "run"}, follow=True)
+    assert "Tick at least one task first." in response.content.decode()
+    assert not Run.objects.filter(created_by=queue.me).exists()
+
+
+# ---- import from a file -----------------------------------------------------------------------------
+
+GOOD_FILE = "head,relation,tail,label\nDouglas Adams,country of citizenship,France,false\nQ350,P17,Q142,true\n"
+BAD_FILE = "Douglas Adams,country of citizenship,France\nNobody Known,place of birth,Cambridge\nQ42,P19,Q350,maybe\nQ42,P27\n"
+
+
+def test_import_queues_the_rows_of_a_file_and_says_how_many(make_user):
+    world = make_world()
+    client = client_for(make_user, "curator")
+    response = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE)}, follow=True)
+    tasks = VerificationTask.objects.filter(kg=world.kg).order_by("source")
+    assert [(t.head.label, t.relation.label, t.tail.label, t.expected_label, t.source) for t in tasks] == [
+        ("Douglas Adams", "country of citizenship", "France", False, "flagged.csv:2"),
+        ("Cambridge", "country", "France", True, "flagged.csv:3")]
+    assert "2 triple(s) queued on runs-kg from 2 row(s)." in response.content.decode()
+    assert AuditEvent.objects.get(action="tasks.import").after["created"] == 2
+    again = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE)}, follow=True)
+    assert "0 triple(s) queued on runs-kg from 2 row(s); 2 were already queued." in again.content.decode()
+
+
+def test_import_of_a_tsv_file(make_user):
+    world = make_world()
+    response = client_for(make_user, "curator").post(
+        reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flags.tsv", "Q42\tP19\tQ142\n")})
+    assert response.status_code == 302
+    assert VerificationTask.objects.get(kg=world.kg).source == "flags.tsv:1"
+
+
+def test_import_rejects_a_file_with_bad_rows_listing_every_one_and_keeps_nothing(make_user):
+    world = make_world()
+    response = client_for(make_user, "curator").post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("bad.csv", BAD_FILE)})
+    assert response.status_code == 400
+    page = response.content.decode()
+    problems = page.split('id="import-problems"')[1].split("</section>")[0]
+    assert "bad.csv was not imported" in problems and "3 rows could not be used" in problems
+    lines = [int(cell) for cell in re.findall(r'<td class="num">(\d+)</td>', problems)]
+    assert lines == [2, 3, 4]
+    assert "Nobody Known" in problems and "maybe" in problems and "expected 3 or 4 columns" in problems
+    assert not VerificationTask.objects.exists() and not AuditEvent.objects.filter(action="tasks.import").exists()
+
+
+def test_import_refuses_a_file_that_is_not_csv_or_tsv(make_user):
+    world = make_world()
+    response = client_for(make_user, "curator").post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flags.xlsx", "x")})
+    assert response.status_code == 400 and "Upload a .csv or .tsv file (got .xlsx)." in response.content.decode()
+
+
+# ---- audit log --------------------------------------------------------------------------------------
+
+def test_audit_log_shows_who_did_what_with_before_and_after_and_filters_by_action(queue, make_user):
+    _bulk(queue.client, "assign", [queue.pending], assignee=queue.me.pk)
+    _bulk(queue.client, "run", [queue.pending])
+    admin = client_for(make_user, "admin")
+    page = admin.get(reverse("audit-log")).content.decode()
+    assert "<code>task.assign</code>" in page and "<code>run.start</code>" in page
+    assert "{&quot;assignee&quot;: null}" in page and f"{{&quot;assignee&quot;: {queue.me.pk}}}" in page
+    assert f'href="/tasks/{queue.pending.pk}/"' in page
+    only = admin.get(reverse("audit-log"), {"action": "run.start"})
+    assert [e.action for e in only.context["page"].object_list] == ["run.start"]
+    assert only.context["page"].object_list[0].actor == queue.me

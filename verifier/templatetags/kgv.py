@@ -1,0 +1,64 @@
+"""Template helpers shared by the workbench pages: the signed-in user's role, the current area of the
+navigation, and query strings that keep the page's filters."""
+
+from __future__ import annotations
+
+import json
+
+from django import template
+
+from verifier import roles
+
+register = template.Library()
+
+# Navigation areas by path prefix; the queue is the home page, and a run or task is opened from it.
+SECTIONS = (("/memory/", "memory"), ("/evaluations/", "evaluations"), ("/audit/", "audit"), ("/api/", "api"),
+            ("/runs/", "queue"), ("/tasks/", "queue"), ("/import/", "queue"))
+
+
+@register.filter
+def role(user) -> str:
+    """The user's highest role, or "" (no role)."""
+    return roles.role_of(user) or ""
+
+
+@register.filter
+def has_role(user, needed: str) -> bool:
+    return roles.has_role(user, needed)
+
+
+@register.filter
+def section(path: str) -> str:
+    """The navigation area a path belongs to ("queue", "memory", …)."""
+    if path == "/":
+        return "queue"
+    return next((name for prefix, name in SECTIONS if path.startswith(prefix)), "")
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context, **changes) -> str:
+    """The current query string with ``changes`` applied (None or "" removes a parameter); a change of any
+    filter other than the page itself goes back to page 1."""
+    params = context["request"].GET.copy()
+    if any(name != "page" for name in changes):
+        params.pop("page", None)
+    for name, value in changes.items():
+        if value in (None, ""):
+            params.pop(name, None)
+        else:
+            params[name] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+@register.simple_tag(takes_context=True)
+def sort_toggle(context, key: str) -> str:
+    """The query string that sorts by ``key``, descending first, ascending when already descending."""
+    current = context["request"].GET.get("sort", "-created")
+    return query_with(context, sort=key if current == f"-{key}" else f"-{key}")
+
+
+@register.filter
+def as_json(value) -> str:
+    """A stored JSON value as compact JSON text (audit before/after values)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

@@ -1,0 +1,71 @@
+"""Forms of the queue and memory-bank pages. Filtering the queue is not a form: its parameters are read
+by ``verifier.queue_filters.filter_tasks``, shared with the API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.db.models import Q
+
+from verifier.models import KnowledgeGraph, VerificationTask
+from verifier.roles import ADMIN, CURATOR, REVIEWER
+from verifier.web.links import EXPORT_FORMATS
+
+FLAGGED_SUFFIXES = (".csv", ".tsv", ".txt")
+MAX_IMPORT_BYTES = 20 * 1024 * 1024
+
+
+def assignable_users():
+    """Who can be given a task: active users who may run verifications (curator and above)."""
+    return (get_user_model().objects.filter(is_active=True)
+            .filter(Q(is_superuser=True) | Q(groups__name__in=[CURATOR, REVIEWER, ADMIN])).distinct().order_by("username"))
+
+
+class TaskImportForm(forms.Form):
+    kg = forms.ModelChoiceField(KnowledgeGraph.objects.order_by("name"), label="Knowledge graph",
+                                empty_label=None, help_text="Terms are resolved against this graph.")
+    file = forms.FileField(label="Flagged triples",
+                           help_text="CSV or TSV: head, relation, tail and optionally label (true/false); a header row is optional.")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        suffix = Path(upload.name).suffix.lower()
+        if suffix not in FLAGGED_SUFFIXES:
+            raise forms.ValidationError(f"Upload a .csv or .tsv file (got {suffix or 'no extension'}).")
+        if upload.size > MAX_IMPORT_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB; use manage.py import_tasks.")
+        return upload
+
+
+class BulkActionForm(forms.Form):
+    """An action on the tasks ticked in the queue. The view checks the role each action needs."""
+
+    ACTIONS = (("run", "Run selected"), ("assign", "Assign"), ("export", "Export"))
+
+    action = forms.ChoiceField(choices=ACTIONS)
+    tasks = forms.ModelMultipleChoiceField(VerificationTask.objects.all(), error_messages={
+        "required": "Tick at least one task first.",
+        "invalid_choice": "Task %(value)s no longer exists.",
+        "invalid_pk_value": "%(pk)s is not a task id.",
+    })
+    assignee = forms.ModelChoiceField(assignable_users(), required=False, empty_label="nobody (unassign)")
+    fmt = forms.ChoiceField(choices=[(f, f.upper()) for f in EXPORT_FORMATS], required=False, initial="json")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["assignee"].queryset = assignable_users()  # re-read: roles change while the server runs
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("action") == "export" and not cleaned.get("fmt"):
+            self.add_error("fmt", "Choose an export format.")
+        return cleaned
+
+
+class PromoteForm(forms.Form):
+    triple_text = forms.CharField(label="Triple text", max_length=2000,
+                                  help_text="What is embedded: later runs retrieve this entry by similarity to it.")
+    trajectory = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "true"}),
+                                 help_text="Edit freely: drop dead ends, keep the reasoning that a later run should copy.")
