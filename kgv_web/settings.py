@@ -172,6 +172,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["verifier.roles.HasRole"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],  # /api/docs/ is the browsable view
     "EXCEPTION_HANDLER": "verifier.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "verifier.api.pagination.PagePagination",
@@ -187,6 +188,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {  # several models have a "status" / "verdict": name each choice set
+        "VerdictEnum": "verifier.models.Verdict",
+        "DecidedVerdictEnum": [("correct", "Correct"), ("incorrect", "Incorrect")],
+        "TaskStatusEnum": "verifier.models.VerificationTask.Status",
+        "RunStatusEnum": "verifier.models.Run.Status",
+        "MemoryStatusEnum": "verifier.models.MemoryEntry.Status",
+    },
 }
 
 LOGGING = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
@@ -29,6 +29,7 @@ class TaskImportReport:
     created: int
     already_queued: int
     lines: int
+    skipped: list = field(default_factory=list)  # the bad rows (kg.sources.Problem) left out by skip_invalid
 
 
 def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_invalid: bool = False) -> TaskImportReport:
@@ -63,7 +64,8 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
             obj=kg,
             after={"file": str(path), "created": created, "rows": len(resolved), "rejected": len(problems)},
         )
-    return TaskImportReport(created=created, already_queued=len(resolved) - created, lines=len(rows))
+    return TaskImportReport(created=created, already_queued=len(resolved) - created, lines=len(rows),
+                            skipped=sorted(problems, key=lambda p: p.line))
 
 
 def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):

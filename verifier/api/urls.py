@@ -1,2 +1,22 @@
+"""The REST API under /api/ (docs/api.md). URL names are part of the contract with the pages and clients."""
+
+from django.urls import path, re_path
+from rest_framework.routers import SimpleRouter
+
+from verifier.api import views
+
 app_name = "api"
-urlpatterns: list = []
+
+router = SimpleRouter()
+router.register("tasks", views.TaskViewSet, basename="task")
+router.register("runs", views.RunViewSet, basename="run")
+router.register("memory", views.MemoryViewSet, basename="memory")
+router.register("audit", views.AuditEventViewSet, basename="audit")
+
+urlpatterns = [
+    *router.urls,
+    path("export/<str:fmt>/", views.ExportView.as_view(), name="export"),
+    path("schema/", views.SchemaView.as_view(), name="schema"),
+    path("docs/", views.DocsView.as_view(url_name="api:schema"), name="docs"),
+    re_path(r"^.*/$", views.NotFoundView.as_view(), name="not-found"),
+]

@@ -1,0 +1,149 @@
+"""Who may call what: every API endpoint, anonymous (401), a role too low (403), the role it needs (success).
+
+The websocket side of the same rule is tested in tests/verifier/realtime/test_run_stream.py.
+"""
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import resolve, reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.verifier.api.error_shape import assert_error
+from verifier.models import Run
+from verifier.roles import ROLES
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    method: str
+    role: str  # the lowest role allowed
+    success: int
+    url: object  # (objects) -> url
+    data: object = None  # (objects) -> request body
+
+
+def csv_upload(objects):
+    return {"kg": objects["kg"].pk, "file": SimpleUploadedFile("flagged.csv", b"head,relation,tail\nQ90,P17,Q142\n")}
+
+
+ENDPOINTS = [
+    Endpoint("task list", "get", "viewer", 200, lambda o: reverse("api:task-list")),
+    Endpoint("task detail", "get", "viewer", 200, lambda o: reverse("api:task-detail", args=[o["task"].pk])),
+    Endpoint("task import", "post", "curator", 201, lambda o: reverse("api:task-import"), csv_upload),
+    Endpoint("task bulk assign", "post", "curator", 200, lambda o: reverse("api:task-bulk"),
+             lambda o: {"action": "assign", "ids": [o["task"].pk], "assignee": o["curator"].pk}),
+    Endpoint("task bulk run", "post", "curator", 200, lambda o: reverse("api:task-bulk"),
+             lambda o: {"action": "run", "ids": [o["task"].pk]}),
+    Endpoint("run list", "get", "viewer", 200, lambda o: reverse("api:run-list")),
+    Endpoint("run start", "post", "curator", 201, lambda o: reverse("api:run-list"), lambda o: {"task": o["task"].pk}),
+    Endpoint("run detail", "get", "viewer", 200, lambda o: reverse("api:run-detail", args=[o["run"].pk])),
+    Endpoint("run steps", "get", "viewer", 200, lambda o: reverse("api:run-steps", args=[o["run"].pk]) + "?after=2"),
+    Endpoint("run cancel", "post", "curator", 200, lambda o: reverse("api:run-cancel", args=[o["queued"].pk])),
+    Endpoint("run reviews", "get", "viewer", 200, lambda o: reverse("api:run-reviews", args=[o["run"].pk])),
+    Endpoint("run comment", "post", "curator", 201, lambda o: reverse("api:run-reviews", args=[o["run"].pk]),
+             lambda o: {"decision": "comment", "reason": "Check the second source."}),
+    Endpoint("run decision", "post", "reviewer", 201, lambda o: reverse("api:run-reviews", args=[o["run"].pk]),
+             lambda o: {"decision": "accept"}),
+    Endpoint("run promote", "post", "reviewer", 201, lambda o: reverse("api:run-promote", args=[o["run"].pk]), lambda o: {}),
+    Endpoint("memory list", "get", "viewer", 200, lambda o: reverse("api:memory-list") + "?similar=Douglas%20Adams"),
+    Endpoint("memory detail", "get", "viewer", 200, lambda o: reverse("api:memory-detail", args=[o["memory"].pk])),
+    Endpoint("memory retire", "post", "reviewer", 200, lambda o: reverse("api:memory-retire", args=[o["memory"].pk])),
+    Endpoint("memory restore", "post", "reviewer", 200, lambda o: reverse("api:memory-restore", args=[o["memory"].pk])),
+    Endpoint("audit list", "get", "admin", 200, lambda o: reverse("api:audit-list")),
+    Endpoint("audit detail", "get", "admin", 200, lambda o: reverse("api:audit-detail", args=[o["audit"].pk])),
+    Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
+    Endpoint("schema", "get", "viewer", 200, lambda o: reverse("api:schema")),
+    Endpoint("docs", "get", "viewer", 200, lambda o: reverse("api:docs")),
+]
+
+
+@pytest.fixture
+def objects(verified):
+    from verifier.models import AuditEvent
+
+    queued = Run.objects.create(task=verified["task"], status=Run.Status.QUEUED)
+    audit = AuditEvent.objects.create(action="test.event", object_type="verifier.run", object_id=str(queued.pk))
+    return {**verified, "queued": queued, "audit": audit}
+
+
+def call(client: APIClient, endpoint: Endpoint, objects):
+    data = endpoint.data(objects) if endpoint.data else None
+    url = endpoint.url(objects)
+    if endpoint.method == "get":
+        return client.get(url)
+    multipart = data is not None and any(hasattr(v, "read") for v in data.values())
+    return client.post(url, data, format="multipart" if multipart else "json")
+
+
+def role_below(role: str) -> str | None:
+    index = ROLES.index(role)
+    return ROLES[index - 1] if index else None
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.name)
+def test_anonymous_is_refused_with_401(endpoint, objects):
+    response = call(APIClient(), endpoint, objects)
+    error = assert_error(response, 401, "not_authenticated")
+    assert "credentials" in error["message"].lower()
+    assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.name)
+def test_a_role_too_low_is_refused_with_403(endpoint, objects, client_as):
+    error = assert_error(call(client_as(role_below(endpoint.role)), endpoint, objects), 403, "permission_denied")
+    assert endpoint.role in error["message"]
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.name)
+def test_the_role_needed_succeeds(endpoint, objects, client_as):
+    response = call(client_as(endpoint.role), endpoint, objects)
+    assert response.status_code == endpoint.success, response.content[:500]
+
+
+def test_every_api_route_is_in_the_permission_matrix(objects):
+    from verifier.api import urls as api_urls
+
+    routes = {f"api:{pattern.name}" for pattern in api_urls.urlpatterns if pattern.name != "not-found"}
+    tested = {resolve(urlsplit(endpoint.url(objects)).path).view_name for endpoint in ENDPOINTS}
+    assert tested == routes
+
+
+def test_a_token_authenticates_api_calls(verified, make_user):
+    token = Token.objects.create(user=make_user("viewer"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    response = client.get(reverse("api:run-detail", args=[verified["run"].pk]))
+    assert response.status_code == 200 and response.json()["verdict"] == "correct"
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-key")
+    assert_error(client.get(reverse("api:task-list")), 401, "authentication_failed")
+
+
+def test_a_viewer_token_cannot_write(verified, make_user):
+    token = Token.objects.create(user=make_user("viewer"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert_error(client.post(reverse("api:run-list"), {"task": verified["task"].pk}, format="json"), 403, "permission_denied")
+    assert not Run.objects.filter(task=verified["task"]).exclude(pk=verified["run"].pk).exists()
+
+
+def test_session_writes_need_the_csrf_token(verified, make_user):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(make_user("curator"))
+    error = assert_error(client.post(reverse("api:run-list"), {"task": verified["task"].pk}, format="json"), 403)
+    assert "CSRF" in error["message"]
+
+
+def test_a_curator_cannot_decide_but_may_comment(verified, client_as):
+    client = client_as("curator")
+    url = reverse("api:run-reviews", args=[verified["run"].pk])
+    for decision in ("accept", "override", "not_enough_evidence"):
+        error = assert_error(client.post(url, {"decision": decision, "reason": "x"}, format="json"), 403, "permission_denied")
+        assert "reviewer" in error["message"]
+    assert client.post(url, {"decision": "comment", "reason": "x"}, format="json").status_code == 201

@@ -1,0 +1,134 @@
+"""Every export format built from real rows, parsed back with the library a consumer would use."""
+
+import csv
+import io
+import json
+
+import pytest
+from rdflib import RDF, Graph, Literal, URIRef
+from rdflib.namespace import PROV
+
+from tests.verifier.exports.verified_runs import EVIDENCE, add_review, make_finished_run, make_task
+from verifier import exports
+from verifier.exports.prov import VOCAB
+from verifier.exports.records import Selection, SelectionError, select
+from verifier.models import Run
+
+pytestmark = pytest.mark.django_db
+BASE = "http://kgv.test/api/"
+
+
+def test_json_export_carries_the_verdict_steps_evidence_review_and_memories(verified):
+    document = json.loads(exports.render(select(run_ids=[verified["run"].pk]), "json").content)
+    assert document["format"] == "kgv-export/1" and document["skipped_tasks"] == []
+    (run,) = document["runs"]
+    assert run["run_id"] == verified["run"].pk and run["verdict"] == "correct" and run["final_verdict"] == "correct"
+    assert run["head"] == {"id": "Q42", "label": "Douglas Adams"}
+    assert run["triple_text"] == "Douglas Adams country of citizenship United Kingdom"
+    assert [step["kind"] for step in run["steps"]] == ["plan", "thought", "action", "observation", "verdict"]
+    assert [(e["key"], e["cited"]) for e in run["evidence"]] == [("E1", True), ("E2", True), ("E3", False)]
+    assert all(len(e["content_hash"]) == 64 for e in run["evidence"])
+    assert run["reviews"][0]["reviewer"] == "rene" and run["reviews"][0]["decision"] == "accept"
+    assert run["memories"][0]["similarity"] == pytest.approx(0.83)
+
+
+def test_csv_export_has_one_row_per_run_with_cited_sources_and_hashes(verified):
+    other = make_finished_run(make_task(verified["kg"], "Q42", "P19", "Q350"), verdict="incorrect", confidence=0.4)
+    add_review(other, verified["reviewer"], decision="override", verdict="correct", reason="The passage says Cambridge.")
+    text = exports.render(select(run_ids=[verified["run"].pk, other.pk]), "csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [int(r["run_id"]) for r in rows] == [verified["run"].pk, other.pk]
+    first, second = rows
+    assert first["cited_evidence"] == "E1 | E2" and first["cited_sources"].startswith("https://en.wikipedia.org/wiki/Douglas_Adams")
+    assert first["cited_hashes"].split(" | ")[0] == verified["run"].support_items.get(key="E1").content_hash
+    assert (second["verdict"], second["final_verdict"], second["review_decision"]) == ("incorrect", "correct", "override")
+    assert second["review_reason"] == "The passage says Cambridge." and second["relation"] == "place of birth"
+
+
+def test_a_task_exports_its_latest_finished_run_and_tasks_without_one_are_reported(verified):
+    task = verified["task"]
+    later = make_finished_run(task, verdict="incorrect")
+    Run.objects.create(task=task, status=Run.Status.RUNNING)  # newer, but not finished
+    pending = make_task(verified["kg"], "Q90", "P17", "Q142")
+    selection = select(task_ids=[task.pk, pending.pk])
+    assert [r.run_id for r in selection.records] == [later.pk]
+    assert selection.skipped_tasks == [pending.pk]
+
+
+def test_selecting_unknown_ids_names_them(verified):
+    with pytest.raises(SelectionError, match="task 999999, run 888888"):
+        select(task_ids=[verified["task"].pk, 999999], run_ids=[888888])
+    with pytest.raises(SelectionError, match="name the tasks or runs"):
+        select()
+
+
+def _prov_graph(verified, fmt):
+    data = exports.render(select(run_ids=[verified["run"].pk]), fmt, base=BASE).content.decode()
+    graph = Graph()
+    graph.parse(data=data, format="turtle" if fmt == "ttl" else "json-ld")
+    return graph
+
+
+@pytest.mark.parametrize("fmt", ["ttl", "jsonld"])
+def test_prov_export_links_verdict_to_evidence_run_model_and_reviewer(verified, fmt):
+    graph = _prov_graph(verified, fmt)
+    run_id, review_id = verified["run"].pk, verified["review"].pk
+    run, verdict = URIRef(f"{BASE}runs/{run_id}"), URIRef(f"{BASE}runs/{run_id}/verdict")
+    model, reviewer = URIRef(f"{BASE}agents/models/scripted-model"), URIRef(f"{BASE}users/rene")
+    review = URIRef(f"{BASE}runs/{run_id}/reviews/{review_id}")
+    assert (run, RDF.type, PROV.Activity) in graph and (verdict, RDF.type, PROV.Entity) in graph
+    assert (verdict, PROV.wasGeneratedBy, run) in graph
+    derived = set(graph.objects(verdict, PROV.wasDerivedFrom))
+    assert derived == {URIRef(f"{BASE}runs/{run_id}/evidence/E1"), URIRef(f"{BASE}runs/{run_id}/evidence/E2")}  # E3 is not cited
+    assert (run, PROV.wasAssociatedWith, model) in graph and (model, RDF.type, PROV.SoftwareAgent) in graph
+    assert (verdict, PROV.wasAttributedTo, model) in graph
+    assert (review, PROV.wasAssociatedWith, reviewer) in graph and (reviewer, RDF.type, PROV.Person) in graph
+    assert (review, PROV.used, verdict) in graph
+    assert (model, PROV.actedOnBehalfOf, URIRef(f"{BASE}users/carla")) in graph
+    e1 = URIRef(f"{BASE}runs/{run_id}/evidence/E1")
+    assert (e1, PROV.hadPrimarySource, URIRef(EVIDENCE[0][3])) in graph
+    assert (e1, VOCAB.contentHash, Literal(verified["run"].support_items.get(key="E1").content_hash)) in graph
+    reviewed = URIRef(f"{BASE}runs/{run_id}/reviews/{review_id}/verdict")
+    assert (reviewed, PROV.wasGeneratedBy, review) in graph and (reviewed, PROV.wasDerivedFrom, verdict) in graph
+    assert (URIRef(f"{BASE}memory/{verified['memory'].pk}"), None, None) in graph
+    assert (run, PROV.used, URIRef(f"{BASE}memory/{verified['memory'].pk}")) in graph
+
+
+def test_an_override_is_a_revision_of_the_agent_verdict(verified):
+    override = add_review(verified["run"], verified["reviewer"], decision="override", verdict="incorrect", reason="Wrong country.")
+    graph = _prov_graph(verified, "ttl")
+    run_id = verified["run"].pk
+    reviewed = URIRef(f"{BASE}runs/{run_id}/reviews/{override.pk}/verdict")
+    assert (reviewed, PROV.wasRevisionOf, URIRef(f"{BASE}runs/{run_id}/verdict")) in graph
+    assert (reviewed, VOCAB.verdict, Literal("incorrect")) in graph
+
+
+def test_html_report_shows_verdict_explanation_steps_hashes_sources_and_review(verified):
+    html = exports.render(select(run_ids=[verified["run"].pk]), "html").content.decode()
+    run = verified["run"]
+    for item in run.support_items.filter(cited=True):
+        assert item.content_hash in html and f"[{item.key}]" in html
+    assert "https://en.wikipedia.org/wiki/Douglas_Adams" in html
+    assert "Born in Cambridge, United Kingdom [E1] [E2]." in html
+    assert "Check where he was born." in html and "KG_Path(Douglas Adams, United Kingdom)" in html
+    assert "Matches the Wikipedia article." in html and "rene" in html
+    assert "@page" in html and "@media print" in html
+
+
+def test_pdf_report_is_a_pdf_with_the_hashes_in_its_text(verified):
+    from pypdf import PdfReader
+
+    pdf = exports.render(select(run_ids=[verified["run"].pk]), "pdf").content
+    assert pdf.startswith(b"%PDF")
+    text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "Douglas Adams" in text and "Matches the Wikipedia article." in text
+    assert verified["run"].support_items.get(key="E2").content_hash[:24] in text.replace("\n", "")
+
+
+def test_reports_refuse_more_runs_than_a_person_reads_but_data_formats_do_not(verified):
+    (record,) = select(run_ids=[verified["run"].pk]).records
+    many = Selection(records=[record] * (exports.MAX_REPORT_RUNS + 1), skipped_tasks=[])
+    for fmt in ("html", "pdf"):
+        with pytest.raises(SelectionError, match="at most 100 runs"):
+            exports.render(many, fmt)
+    assert len(json.loads(exports.render(many, "json").content)["runs"]) == exports.MAX_REPORT_RUNS + 1

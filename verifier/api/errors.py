@@ -1,0 +1,79 @@
+"""One error shape for every API error: ``{"error": {"code": ..., "message": ..., "details": ...}}``.
+
+- ``code``: a stable machine-readable word (``invalid``, ``not_authenticated``, ``permission_denied``,
+  ``not_found``, ``method_not_allowed``, ``conflict``, ``rejected``, ``import_rejected``, …);
+- ``message``: one sentence for a person;
+- ``details``: per-field messages of a validation error, the bad rows of an import, otherwise null.
+
+Services raise ``ValueError`` (``ReviewRejected``, ``ImportRejected``, ``QueueFilterError``, …) for requests
+they cannot carry out; those become 400 here, so views never translate them one by one.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from verifier.kg.loader import ImportRejected
+from verifier.queue_filters import QueueFilterError
+from verifier.services import ReviewRejected
+
+
+class Conflict(exceptions.APIException):
+    """The request is valid but the object's state does not allow it (e.g. cancelling a finished run)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state of the object."
+    default_code = "conflict"
+
+
+def error_body(code: str, message: str, details=None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def _application_error(exc: ValueError) -> Response:
+    if isinstance(exc, ImportRejected):
+        rows = [{"line": p.line, "message": p.message} for p in exc.problems]
+        message = f"{len(rows)} bad row(s); nothing was imported."
+        return Response(error_body("import_rejected", message, {"rows": rows}), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, QueueFilterError):
+        return Response(error_body("invalid", str(exc), {exc.param: [str(exc)]}), status=status.HTTP_400_BAD_REQUEST)
+    code = "rejected" if isinstance(exc, ReviewRejected) else "invalid"
+    return Response(error_body(code, str(exc)), status=status.HTTP_400_BAD_REQUEST)
+
+
+def _message(exc: exceptions.APIException) -> str:
+    if isinstance(exc, exceptions.ValidationError):
+        details = exc.detail
+        if isinstance(details, dict) and len(details) == 1:
+            field, messages = next(iter(details.items()))
+            first = messages[0] if isinstance(messages, list) and messages else messages
+            if isinstance(first, str):
+                return f"Invalid input: {field}: {first}" if field != "non_field_errors" else f"Invalid input: {first}"
+        if isinstance(details, list) and details and isinstance(details[0], str):
+            return f"Invalid input: {details[0]}"
+        return "Invalid input."
+    return str(exc.detail)
+
+
+def api_exception_handler(exc, context):
+    """DRF's EXCEPTION_HANDLER: DRF's own handling (status, headers such as WWW-Authenticate), our shape."""
+    if isinstance(exc, ValueError):
+        return _application_error(exc)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or None)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: a 500 through Django's normal reporting
+    if isinstance(exc, exceptions.ValidationError):
+        code, details = "invalid", exc.detail
+    else:
+        codes = exc.get_codes()
+        code, details = (codes if isinstance(codes, str) else exc.default_code), None
+    response.data = error_body(code, _message(exc), details)
+    return response

@@ -1,0 +1,262 @@
+"""API representations of tasks, runs, steps, support items, reviews, memory entries and audit events,
+and the validated inputs of the write endpoints (which then call verifier.services)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from verifier.memory.bank import trajectory_of
+from verifier.models import (
+    AuditEvent,
+    KnowledgeGraph,
+    MemoryEntry,
+    Review,
+    Run,
+    RunMemory,
+    Step,
+    SupportItem,
+    Verdict,
+    VerificationTask,
+)
+from verifier.roles import CURATOR, has_role
+
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+MAX_BULK_IDS = 1000
+
+
+class UserRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    username = serializers.CharField(read_only=True)
+
+
+class TermSerializer(serializers.Serializer):
+    """An entity or relation of a triple."""
+
+    id = serializers.IntegerField(read_only=True)
+    external_id = serializers.CharField(read_only=True)
+    label = serializers.CharField(read_only=True)
+
+
+# ------------------------------------------------------------------------------------------------- tasks
+class TaskSerializer(serializers.ModelSerializer):
+    """A queued triple with its latest run, verdict and reviewer agreement (queue_filters.annotate_latest)."""
+
+    kg_name = serializers.CharField(source="kg.name", read_only=True)
+    head = TermSerializer(read_only=True)
+    relation = TermSerializer(read_only=True)
+    tail = TermSerializer(read_only=True)
+    assignee = UserRefSerializer(read_only=True, allow_null=True)
+    latest_run_id = serializers.IntegerField(read_only=True, allow_null=True)
+    latest_run_status = serializers.CharField(read_only=True, allow_null=True)
+    verdict = serializers.CharField(read_only=True, allow_null=True, help_text="verdict of the latest run with one")
+    confidence = serializers.FloatField(read_only=True, allow_null=True)
+    agreement = serializers.SerializerMethodField(help_text="agree / disagree with the latest reviewer decision, or unreviewed")
+
+    class Meta:
+        model = VerificationTask
+        fields = ["id", "kg", "kg_name", "head", "relation", "tail", "status", "assignee", "source", "expected_label",
+                  "latest_run_id", "latest_run_status", "verdict", "confidence", "agreement", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=["agree", "disagree", "unreviewed"]))
+    def get_agreement(self, task) -> str:
+        agrees = getattr(task, "review_agrees", None)
+        return "unreviewed" if agrees is None else "agree" if agrees else "disagree"
+
+
+class TaskImportSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV or TSV: head, relation, tail[, label]; ids, labels or aliases")
+    kg = serializers.PrimaryKeyRelatedField(queryset=KnowledgeGraph.objects.all())
+    skip_invalid = serializers.BooleanField(default=False, help_text="queue the good rows and report the bad ones")
+
+    def validate_file(self, upload):
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise serializers.ValidationError(f"the file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        return upload
+
+
+class ImportRowSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+class TaskImportResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    already_queued = serializers.IntegerField()
+    lines = serializers.IntegerField()
+    skipped = ImportRowSerializer(many=True)
+
+
+class ConfigField(serializers.JSONField):
+    """An agent configuration: a JSON object (keys of verifier.agent.loop.AgentConfig)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be a JSON object, e.g. {\"t_max\": 8}")
+        return value
+
+
+class TaskBulkSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["run", "assign"])
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK_IDS)
+    assignee = serializers.PrimaryKeyRelatedField(queryset=get_user_model().objects.filter(is_active=True),
+                                                  allow_null=True, required=False, default=None)
+    config = ConfigField(required=False, default=dict)
+
+    def validate_assignee(self, user):
+        if user is not None and not has_role(user, CURATOR):
+            raise serializers.ValidationError(f"{user.get_username()} cannot work on tasks (needs the curator role)")
+        return user
+
+    def validate_ids(self, ids):
+        ids = list(dict.fromkeys(ids))
+        found = set(VerificationTask.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        if missing := [pk for pk in ids if pk not in found]:
+            raise serializers.ValidationError(f"no such task: {', '.join(map(str, missing))}")
+        return ids
+
+
+class TaskBulkResultSerializer(serializers.Serializer):
+    action = serializers.CharField()
+    changed = serializers.IntegerField(help_text="tasks assigned (assign)", required=False)
+    runs = serializers.ListField(child=serializers.IntegerField(), help_text="runs queued (run)", required=False)
+
+
+# -------------------------------------------------------------------------------------------------- runs
+class StepSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Step
+        fields = ["id", "seq", "kind", "content", "tool", "arguments", "prompt_tokens", "completion_tokens", "duration_ms",
+                  "created_at"]
+        read_only_fields = fields
+
+
+class SupportItemSerializer(serializers.ModelSerializer):
+    step_seq = serializers.IntegerField(source="step.seq", read_only=True, allow_null=True)
+
+    class Meta:
+        model = SupportItem
+        fields = ["key", "kind", "text", "payload", "source", "content_hash", "cited", "step_seq"]
+        read_only_fields = fields
+
+
+class ReviewSerializer(serializers.ModelSerializer):
+    reviewer = UserRefSerializer(read_only=True)
+
+    class Meta:
+        model = Review
+        fields = ["id", "run", "reviewer", "decision", "verdict", "reason", "created_at"]
+        read_only_fields = fields
+
+
+class ReviewCreateSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=Review.Decision.choices)
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+    verdict = serializers.ChoiceField(choices=[Verdict.CORRECT, Verdict.INCORRECT], required=False, allow_blank=True,
+                                      default="", help_text="the verdict an override sets (default: the other one)")
+
+
+class RunMemorySerializer(serializers.ModelSerializer):
+    triple_text = serializers.CharField(source="entry.triple_text", read_only=True)
+    verdict = serializers.CharField(source="entry.verdict", read_only=True)
+    status = serializers.CharField(source="entry.status", read_only=True)
+
+    class Meta:
+        model = RunMemory
+        fields = ["entry", "rank", "similarity", "triple_text", "verdict", "status"]
+        read_only_fields = fields
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A run in lists: status, verdict and cost, with the triple's labels."""
+
+    triple = serializers.SerializerMethodField()
+    created_by = UserRefSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "task", "triple", "status", "verdict", "confidence", "model", "config", "prompt_tokens",
+                  "completion_tokens", "cost_usd", "error", "created_by", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    def get_triple(self, run) -> str:
+        task = run.task
+        return f"({task.head.label}, {task.relation.label}, {task.tail.label})"
+
+
+class RunDetailSerializer(RunSerializer):
+    """A run with its explanation, the memories it used, its evidence, its reviews and its trajectory."""
+
+    memories_used = RunMemorySerializer(many=True, read_only=True)
+    support_items = SupportItemSerializer(many=True, read_only=True)
+    reviews = ReviewSerializer(many=True, read_only=True)
+    step_count = serializers.IntegerField(source="steps.count", read_only=True)
+    trajectory = serializers.SerializerMethodField(help_text="the text a promotion copies into the memory bank (editable)")
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "explanation", "step_count", "memories_used", "support_items", "reviews",
+                  "trajectory"]
+        read_only_fields = fields
+
+    def get_trajectory(self, run) -> str:
+        return trajectory_of(run)
+
+
+class RunCreateSerializer(serializers.Serializer):
+    task = serializers.PrimaryKeyRelatedField(queryset=VerificationTask.objects.all())
+    config = ConfigField(required=False, default=dict)
+
+
+class PromoteSerializer(serializers.Serializer):
+    trajectory = serializers.CharField(required=False, allow_blank=True, max_length=100_000,
+                                       help_text="an edited trajectory; default: the run's own")
+    triple_text = serializers.CharField(required=False, max_length=2000, help_text='default: "head relation tail"')
+
+
+# ------------------------------------------------------------------------------------------------ memory
+class MemoryEntrySerializer(serializers.ModelSerializer):
+    promoted_by = UserRefSerializer(read_only=True, allow_null=True)
+    use_count = serializers.IntegerField(read_only=True, help_text="runs this entry guided")
+    similarity = serializers.FloatField(read_only=True, allow_null=True, required=False,
+                                        help_text="cosine similarity to the `similar` text (only with that parameter)")
+
+    class Meta:
+        model = MemoryEntry
+        fields = ["id", "kg", "triple_text", "relation_label", "trajectory", "verdict", "status", "source_run",
+                  "promoted_by", "provenance", "use_count", "similarity", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class MemoryUseSerializer(serializers.ModelSerializer):
+    """A run that retrieved the entry, at what similarity and rank."""
+
+    task = serializers.IntegerField(source="run.task_id", read_only=True)
+    run_status = serializers.CharField(source="run.status", read_only=True)
+    run_verdict = serializers.CharField(source="run.verdict", read_only=True)
+    run_created_at = serializers.DateTimeField(source="run.created_at", read_only=True)
+
+    class Meta:
+        model = RunMemory
+        fields = ["run", "task", "similarity", "rank", "run_status", "run_verdict", "run_created_at"]
+        read_only_fields = fields
+
+
+class MemoryEntryDetailSerializer(MemoryEntrySerializer):
+    uses = MemoryUseSerializer(many=True, read_only=True)
+
+    class Meta(MemoryEntrySerializer.Meta):
+        fields = [*MemoryEntrySerializer.Meta.fields, "uses"]
+        read_only_fields = fields
+
+
+# ------------------------------------------------------------------------------------------------- audit
+class AuditEventSerializer(serializers.ModelSerializer):
+    actor = UserRefSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "actor", "action", "object_type", "object_id", "before", "after", "created_at"]
+        read_only_fields = fields

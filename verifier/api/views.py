@@ -1,0 +1,351 @@
+"""REST API views. Reads go through querysets, writes through verifier.services; roles via verifier.roles.HasRole
+(``read_role`` for GET, ``write_role`` for other methods, ``action_roles`` per action)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import Count, F, Prefetch, Q
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from pgvector.django import CosineDistance
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from verifier import exports, services
+from verifier.api import serializers as s
+from verifier.api.errors import Conflict
+from verifier.exports.records import select
+from verifier.memory import encoder
+from verifier.models import AuditEvent, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
+from verifier.queue_filters import annotate_latest, filter_tasks
+from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
+
+QUEUE_PARAMETERS = [
+    OpenApiParameter("status", str, description="pending, running, verified, reviewed (repeat or comma-separate)"),
+    OpenApiParameter("kg", int, description="knowledge-graph id"),
+    OpenApiParameter("relation", int, description="relation id"),
+    OpenApiParameter("verdict", str, description="verdict of the latest run: correct, incorrect, not_enough_evidence, none"),
+    OpenApiParameter("agreement", str, description="agree, disagree, unreviewed"),
+    OpenApiParameter("confidence_min", float), OpenApiParameter("confidence_max", float),
+    OpenApiParameter("assignee", str, description="user id, me or none"),
+    OpenApiParameter("q", str, description="search in head, relation and tail labels"),
+    OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),
+]
+
+
+def _id_list(value: str, name: str) -> list[int]:
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    if not all(part.isdigit() for part in parts):
+        raise exceptions.ValidationError({name: ["a comma-separated list of ids, e.g. 1,2,3"]})
+    return [int(part) for part in parts]
+
+
+# ------------------------------------------------------------------------------------------------- tasks
+@extend_schema_view(list=extend_schema(parameters=QUEUE_PARAMETERS))
+class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+    """The verification queue: flagged triples with their latest verdict."""
+
+    queryset = VerificationTask.objects.all()
+    serializer_class = s.TaskSerializer
+
+    def get_queryset(self):
+        if self.action == "list":
+            return filter_tasks(VerificationTask.objects.all(), self.request.query_params, user=self.request.user)
+        return annotate_latest(VerificationTask.objects.select_related("kg", "head", "relation", "tail", "assignee"))
+
+    @extend_schema(request={"multipart/form-data": s.TaskImportSerializer},
+                   responses={201: s.TaskImportResultSerializer})
+    @action(detail=False, methods=["post"], url_path="import", url_name="import")
+    def import_file(self, request: Request) -> Response:
+        """Queue the flagged triples of a CSV/TSV file; a bad row rejects the file (400 listing every bad row)
+        unless ``skip_invalid`` is set, in which case the bad rows are reported in ``skipped``."""
+        form = s.TaskImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        with tempfile.TemporaryDirectory(prefix="kgv-import-") as folder:
+            # The reader picks the delimiter by suffix (.tsv/.txt: tab) and row sources name the file.
+            path = Path(folder) / (Path(upload.name or "").name or "upload.csv")
+            with path.open("wb") as handle:
+                for chunk in upload.chunks():
+                    handle.write(chunk)
+            report = services.import_flagged_triples(kg=form.validated_data["kg"], path=path, actor=request.user,
+                                                     skip_invalid=form.validated_data["skip_invalid"])
+        result = {"created": report.created, "already_queued": report.already_queued, "lines": report.lines,
+                  "skipped": [{"line": p.line, "message": p.message} for p in report.skipped]}
+        return Response(result, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.TaskBulkSerializer, responses={200: s.TaskBulkResultSerializer})
+    @action(detail=False, methods=["post"])
+    def bulk(self, request: Request) -> Response:
+        """Run or assign several tasks at once (all or nothing)."""
+        form = s.TaskBulkSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        tasks = VerificationTask.objects.filter(pk__in=data["ids"])
+        if data["action"] == "assign":
+            changed = services.assign_tasks(tasks=tasks, assignee=data["assignee"], actor=request.user)
+            return Response({"action": "assign", "changed": changed})
+        by_id = {task.pk: task for task in tasks}
+        with transaction.atomic():
+            runs = [services.start_run(task=by_id[pk], config=data["config"], actor=request.user) for pk in data["ids"]]
+        return Response({"action": "run", "runs": [run.pk for run in runs]})
+
+
+# -------------------------------------------------------------------------------------------------- runs
+@extend_schema_view(
+    list=extend_schema(parameters=[
+        OpenApiParameter("task", str, description="task id(s), comma-separated"),
+        OpenApiParameter("status", str, enum=Run.Status.values),
+    ]),
+    create=extend_schema(request=s.RunCreateSerializer, responses={201: s.RunDetailSerializer}),
+)
+class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Investigations: start (curator), follow, cancel (curator), review, promote to the memory bank (reviewer)."""
+
+    queryset = Run.objects.all()
+    action_roles = {"promote": REVIEWER}
+
+    def get_serializer_class(self):
+        return s.RunSerializer if self.action == "list" else s.RunDetailSerializer
+
+    def get_queryset(self):
+        runs = Run.objects.select_related("task__head", "task__relation", "task__tail", "created_by")
+        if self.action == "list":
+            params = self.request.query_params
+            if task := params.get("task"):
+                runs = runs.filter(task_id__in=_id_list(task, "task"))
+            if run_status := params.get("status"):
+                if run_status not in Run.Status.values:
+                    raise exceptions.ValidationError({"status": [f"one of {', '.join(Run.Status.values)}"]})
+                runs = runs.filter(status=run_status)
+            return runs
+        return runs.prefetch_related(
+            Prefetch("memories_used", queryset=RunMemory.objects.select_related("entry")),
+            Prefetch("support_items", queryset=SupportItem.objects.select_related("step").order_by("id")),
+            Prefetch("reviews", queryset=Review.objects.select_related("reviewer")),
+        )
+
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        form = s.RunCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        run = services.start_run(task=form.validated_data["task"], config=form.validated_data["config"], actor=request.user)
+        return Response(s.RunDetailSerializer(self.get_queryset().get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=[OpenApiParameter("after", int, description="only steps with a larger seq")],
+                   responses={200: s.StepSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def steps(self, request: Request, pk=None) -> Response:
+        """The run's steps in order; ``?after=<seq>`` resumes after the last one a client has."""
+        run = self.get_object()
+        after = request.query_params.get("after", "0")
+        if not after.isdigit():
+            raise exceptions.ValidationError({"after": ["a step sequence number (0 or more)"]})
+        steps = run.steps.filter(seq__gt=int(after)).order_by("seq")
+        return Response(s.StepSerializer(steps, many=True).data)
+
+    @extend_schema(request=None, responses={200: s.RunSerializer, 409: OpenApiResponse(description="the run had already ended")})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk=None) -> Response:
+        run = self.get_object()
+        if not services.cancel_run(run=run, actor=request.user):
+            raise Conflict(f"run {run.pk} has already ended ({run.status})")
+        return Response(s.RunSerializer(self.get_queryset().get(pk=run.pk)).data)
+
+    @extend_schema(methods=["get"], responses={200: s.ReviewSerializer(many=True)})
+    @extend_schema(methods=["post"], request=s.ReviewCreateSerializer, responses={201: s.ReviewSerializer})
+    @action(detail=True, methods=["get", "post"])
+    def reviews(self, request: Request, pk=None) -> Response:
+        """Reviews of the run. Posting: accept / override (reason required) / not_enough_evidence need the
+        reviewer role; a curator may post a ``comment``."""
+        run = self.get_object()
+        if request.method == "GET":
+            return Response(s.ReviewSerializer(run.reviews.select_related("reviewer"), many=True).data)
+        form = s.ReviewCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        if data["decision"] != Review.Decision.COMMENT and not has_role(request.user, REVIEWER):
+            raise exceptions.PermissionDenied("Deciding on a verdict needs the reviewer role; curators may comment.")
+        review = services.review_run(run=run, reviewer=request.user, decision=data["decision"], reason=data["reason"],
+                                     verdict=data["verdict"])
+        return Response(s.ReviewSerializer(review).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.PromoteSerializer, responses={201: s.MemoryEntryDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def promote(self, request: Request, pk=None) -> Response:
+        """Copy the run (optionally with an edited trajectory) into the memory bank; the next run retrieves it."""
+        run = self.get_object()
+        form = s.PromoteSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        entry = services.promote_run(run=run, actor=request.user, trajectory=form.validated_data.get("trajectory"),
+                                     triple_text=form.validated_data.get("triple_text"))
+        return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data, status=status.HTTP_201_CREATED)
+
+
+# ------------------------------------------------------------------------------------------------ memory
+def memory_queryset():
+    return MemoryEntry.objects.select_related("promoted_by").annotate(use_count=Count("uses")).prefetch_related(
+        Prefetch("uses", queryset=RunMemory.objects.select_related("run").order_by("-run__created_at"))
+    )
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("q", str, description="text search in triple, relation and trajectory"),
+    OpenApiParameter("similar", str, description="rank by embedding cosine similarity to this text; adds `similarity`"),
+    OpenApiParameter("status", str, enum=MemoryEntry.Status.values),
+    OpenApiParameter("verdict", str, enum=["correct", "incorrect"]),
+]))
+class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
+    """The memory bank of curated investigations: search, see which runs used an entry, retire/restore (reviewer)."""
+
+    queryset = MemoryEntry.objects.all()
+    action_roles = {"retire": REVIEWER, "restore": REVIEWER}
+
+    def get_serializer_class(self):
+        return s.MemoryEntrySerializer if self.action == "list" else s.MemoryEntryDetailSerializer
+
+    def get_queryset(self):
+        if self.action != "list":
+            return memory_queryset()
+        entries = MemoryEntry.objects.select_related("promoted_by").annotate(use_count=Count("uses"))
+        params = self.request.query_params
+        if text := params.get("q", "").strip():
+            entries = entries.filter(Q(triple_text__icontains=text) | Q(relation_label__icontains=text) | Q(trajectory__icontains=text))
+        for name, choices in (("status", MemoryEntry.Status.values), ("verdict", ["correct", "incorrect"])):
+            if value := params.get(name):
+                if value not in choices:
+                    raise exceptions.ValidationError({name: [f"one of {', '.join(choices)}"]})
+                entries = entries.filter(**{name: value})
+        if similar := params.get("similar", "").strip():
+            distance = CosineDistance("embedding", encoder.encode_one(similar))
+            return entries.annotate(similarity=1 - distance).order_by(F("similarity").desc(), "-id")
+        return entries.order_by("-created_at", "-id")
+
+    def _set_status(self, new_status: str) -> Response:
+        entry = self.get_object()
+        services.set_memory_status(entry=entry, status=new_status, actor=self.request.user)
+        return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data)
+
+    @extend_schema(request=None, responses={200: s.MemoryEntryDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def retire(self, request: Request, pk=None) -> Response:
+        """Stop retrieving this entry (kept, and restorable)."""
+        return self._set_status(MemoryEntry.Status.RETIRED)
+
+    @extend_schema(request=None, responses={200: s.MemoryEntryDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def restore(self, request: Request, pk=None) -> Response:
+        return self._set_status(MemoryEntry.Status.ACTIVE)
+
+
+# ------------------------------------------------------------------------------------------------- audit
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("action", str, description="e.g. review.accept, or a prefix ending in a dot: review."),
+    OpenApiParameter("object_type", str, description="e.g. verifier.run"),
+    OpenApiParameter("object_id", str), OpenApiParameter("actor", int),
+]))
+class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
+    """Who did what, with before/after values (admins only)."""
+
+    queryset = AuditEvent.objects.select_related("actor")
+    serializer_class = s.AuditEventSerializer
+    read_role = ADMIN
+    write_role = ADMIN
+
+    def get_queryset(self):
+        events = super().get_queryset()
+        params = self.request.query_params
+        if name := params.get("action"):
+            events = events.filter(action__startswith=name) if name.endswith(".") else events.filter(action=name)
+        for field in ("object_type", "object_id"):
+            if value := params.get(field):
+                events = events.filter(**{field: value})
+        if actor := params.get("actor"):
+            events = events.filter(actor_id=_id_list(actor, "actor")[0])
+        return events
+
+
+# ----------------------------------------------------------------------------------------------- exports
+class FileContentNegotiation(BaseContentNegotiation):
+    """Export files are not content-negotiated (the format is in the path): any Accept header gets the file,
+    and errors are JSON."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return JSONRenderer(), JSONRenderer.media_type
+
+
+class ExportView(APIView):
+    """``/api/export/<fmt>/?tasks=1,2`` or ``?runs=4,5``: a file of the chosen runs (a task stands for its latest
+    finished run). ``?inline=1`` shows HTML/PDF in the browser instead of downloading."""
+
+    read_role = VIEWER
+    content_negotiation_class = FileContentNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=list(exports.FORMATS)),
+            OpenApiParameter("tasks", str, description="comma-separated task ids"),
+            OpenApiParameter("runs", str, description="comma-separated run ids"),
+            OpenApiParameter("inline", bool, description="Content-Disposition inline instead of attachment"),
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="the export file")},
+    )
+    def get(self, request: Request, fmt: str) -> HttpResponse:
+        if fmt not in exports.FORMATS:
+            raise exceptions.NotFound(f"unknown export format {fmt!r}; use {', '.join(exports.FORMATS)}")
+        selection = select(task_ids=_id_list(request.query_params.get("tasks", ""), "tasks"),
+                           run_ids=_id_list(request.query_params.get("runs", ""), "runs"))
+        if not selection.records:
+            raise exceptions.ValidationError({"tasks": ["none of these tasks has a finished run to export"]})
+        file = exports.render(selection, fmt, base=request.build_absolute_uri("/api/"))
+        response = HttpResponse(file.content, content_type=file.content_type)
+        disposition = "inline" if request.query_params.get("inline") in ("1", "true") else "attachment"
+        response["Content-Disposition"] = f'{disposition}; filename="{file.filename}"'
+        if selection.skipped_tasks:
+            response["X-KGV-Skipped-Tasks"] = ",".join(map(str, selection.skipped_tasks))
+        return response
+
+
+class JSONErrorsMixin:
+    """For views whose renderers are not JSON (the schema in YAML, the docs page in HTML): errors still in JSON."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if response.status_code >= 400 and isinstance(getattr(response, "data", None), dict) and "error" in response.data:
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class SchemaView(JSONErrorsMixin, SpectacularAPIView):
+    """The OpenAPI 3 schema (YAML; ``?format=json`` for JSON)."""
+
+
+class DocsView(JSONErrorsMixin, SpectacularSwaggerView):
+    """Swagger UI over the schema, assets served locally by drf-spectacular-sidecar."""
+
+
+class NotFoundView(APIView):
+    """Any other path under /api/: a 404 in the API's error shape rather than an HTML page."""
+
+    permission_classes: list = []
+    authentication_classes: list = []
+    schema = None
+
+    def _not_found(self, request: Request, *args, **kwargs):
+        raise exceptions.NotFound(f"no API endpoint at {request.path}")
+
+    get = post = put = patch = delete = _not_found
+
+    def options(self, request, *args, **kwargs):
+        return self._not_found(request)

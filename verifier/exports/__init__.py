@@ -1,0 +1,63 @@
+"""Exports of verified triples: JSON, CSV, an HTML/PDF evidence report and PROV-O (Turtle, JSON-LD).
+
+``records.select`` gathers what is known about the chosen runs once; ``render`` turns it into a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from verifier.exports import prov, report, tabular
+from verifier.exports.records import Selection, SelectionError
+
+MAX_REPORT_RUNS = 100  # a report is read by people, and PDF layout time grows with every run
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    name: str
+    content_type: str
+    extension: str
+    render: Callable[[Selection, str], str | bytes]  # (selection, IRI base) → the file
+    max_runs: int | None = None
+
+
+FORMATS: dict[str, ExportFormat] = {
+    f.name: f
+    for f in (
+        ExportFormat("json", "application/json", "json", lambda s, base: tabular.to_json(s)),
+        ExportFormat("csv", "text/csv; charset=utf-8", "csv", lambda s, base: tabular.to_csv(s)),
+        ExportFormat("html", "text/html; charset=utf-8", "html", lambda s, base: report.to_html(s), MAX_REPORT_RUNS),
+        ExportFormat("pdf", "application/pdf", "pdf", lambda s, base: report.to_pdf(s), MAX_REPORT_RUNS),
+        ExportFormat("ttl", "text/turtle; charset=utf-8", "ttl", prov.to_turtle),
+        ExportFormat("jsonld", "application/ld+json", "jsonld", prov.to_jsonld),
+    )
+}
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    content: bytes
+    content_type: str
+    filename: str
+
+
+def filename_for(selection: Selection, extension: str) -> str:
+    if len(selection.records) == 1:
+        record = selection.records[0]
+        return f"kgv-task-{record.task_id}-run-{record.run_id}.{extension}"
+    return f"kgv-export-{len(selection.records)}-runs-{timezone.now():%Y%m%d-%H%M%S}.{extension}"
+
+
+def render(selection: Selection, fmt: str, *, base: str = prov.DEFAULT_BASE) -> ExportFile:
+    """The selection as a file of format ``fmt`` (a key of FORMATS)."""
+    export_format = FORMATS[fmt]
+    if export_format.max_runs is not None and len(selection.records) > export_format.max_runs:
+        raise SelectionError(f"a {fmt} report covers at most {export_format.max_runs} runs; "
+                             f"export {len(selection.records)} runs as json, csv, ttl or jsonld")
+    content = export_format.render(selection, base)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return ExportFile(data, export_format.content_type, filename_for(selection, export_format.extension))

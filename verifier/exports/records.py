@@ -1,0 +1,192 @@
+"""What an export says about a run, gathered once: every format (JSON, CSV, HTML/PDF, PROV-O) renders these.
+
+A selection is given as task ids and/or run ids. A task stands for its latest finished run (status
+succeeded, newest first); tasks with no finished run are reported as skipped, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+from django.db.models import Prefetch
+
+from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
+
+MAX_SELECTION = 500
+
+
+@dataclass(frozen=True)
+class Term:
+    """An entity or relation of the triple: KG id and label."""
+
+    id: str
+    label: str
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    seq: int
+    kind: str
+    content: str
+    tool: str
+    arguments: dict
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class EvidenceRecord:
+    """A support item of the run; ``cited`` when the verdict refers to it by its key."""
+
+    key: str
+    kind: str
+    text: str
+    source: str
+    content_hash: str
+    cited: bool
+    step_seq: int | None
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    id: int
+    reviewer: str
+    decision: str
+    verdict: str
+    reason: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class MemoryUseRecord:
+    entry_id: int
+    triple_text: str
+    similarity: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: int
+    task_id: int
+    kg: str
+    head: Term
+    relation: Term
+    tail: Term
+    expected_label: bool | None
+    status: str
+    verdict: str
+    explanation: str
+    confidence: float | None
+    model: str
+    config: dict
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: str
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    steps: list[StepRecord] = field(default_factory=list)
+    evidence: list[EvidenceRecord] = field(default_factory=list)
+    reviews: list[ReviewRecord] = field(default_factory=list)
+    memories: list[MemoryUseRecord] = field(default_factory=list)
+
+    @property
+    def triple_text(self) -> str:
+        return f"{self.head.label} {self.relation.label} {self.tail.label}"
+
+    @property
+    def decision(self) -> ReviewRecord | None:
+        """The latest reviewer decision (comments excluded), which settles the final verdict."""
+        return next((r for r in self.reviews if r.decision != Review.Decision.COMMENT), None)
+
+    @property
+    def final_verdict(self) -> str:
+        decision = self.decision
+        return decision.verdict if decision else self.verdict
+
+    @property
+    def cited_evidence(self) -> list[EvidenceRecord]:
+        return [item for item in self.evidence if item.cited]
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.update(triple_text=self.triple_text, final_verdict=self.final_verdict)
+        return data
+
+
+@dataclass
+class Selection:
+    records: list[RunRecord]
+    skipped_tasks: list[int]
+
+
+class SelectionError(ValueError):
+    """The ids asked for do not name anything exportable."""
+
+
+def _term(obj) -> Term:
+    return Term(obj.external_id, obj.label or obj.external_id)
+
+
+def _user_name(user) -> str:
+    return user.get_username() if user is not None else ""
+
+
+def _record(run: Run) -> RunRecord:
+    task = run.task
+    steps = list(run.steps.all())
+    seq_of = {step.pk: step.seq for step in steps}
+    return RunRecord(
+        run_id=run.pk, task_id=task.pk, kg=task.kg.name,
+        head=_term(task.head), relation=_term(task.relation), tail=_term(task.tail),
+        expected_label=task.expected_label, status=run.status, verdict=run.verdict, explanation=run.explanation,
+        confidence=run.confidence, model=run.model, config=run.config, prompt_tokens=run.prompt_tokens,
+        completion_tokens=run.completion_tokens, cost_usd=str(run.cost_usd), created_by=_user_name(run.created_by),
+        created_at=run.created_at, started_at=run.started_at, finished_at=run.finished_at,
+        steps=[StepRecord(s.seq, s.kind, s.content, s.tool, s.arguments, s.duration_ms) for s in steps],
+        evidence=[EvidenceRecord(i.key, i.kind, i.text, i.source, i.content_hash, i.cited, seq_of.get(i.step_id))
+                  for i in run.support_items.all()],
+        reviews=[ReviewRecord(r.pk, _user_name(r.reviewer), r.decision, r.verdict, r.reason, r.created_at)
+                 for r in run.reviews.all()],
+        memories=[MemoryUseRecord(m.entry_id, m.entry.triple_text, m.similarity, m.rank) for m in run.memories_used.all()],
+    )
+
+
+def _latest_finished_runs(task_ids: list[int]) -> dict[int, int]:
+    """task id → id of its latest succeeded run."""
+    latest: dict[int, int] = {}
+    finished = Run.objects.filter(task_id__in=task_ids, status=Run.Status.SUCCEEDED).order_by("-created_at", "-id")
+    for run_id, task_id in finished.values_list("id", "task_id"):
+        latest.setdefault(task_id, run_id)
+    return latest
+
+
+def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = ()) -> Selection:
+    """The records of the runs named directly and of the latest finished run of each task, in the order asked."""
+    task_ids, run_ids = list(dict.fromkeys(task_ids)), list(dict.fromkeys(run_ids))
+    if not task_ids and not run_ids:
+        raise SelectionError("name the tasks or runs to export")
+    if len(task_ids) + len(run_ids) > MAX_SELECTION:
+        raise SelectionError(f"at most {MAX_SELECTION} tasks and runs per export")
+    missing_tasks = set(task_ids) - set(VerificationTask.objects.filter(pk__in=task_ids).values_list("pk", flat=True))
+    missing_runs = set(run_ids) - set(Run.objects.filter(pk__in=run_ids).values_list("pk", flat=True))
+    if missing_tasks or missing_runs:
+        named = [f"task {pk}" for pk in sorted(missing_tasks)] + [f"run {pk}" for pk in sorted(missing_runs)]
+        raise SelectionError(f"not found: {', '.join(named)}")
+    latest = _latest_finished_runs(task_ids)
+    wanted = list(dict.fromkeys([*run_ids, *(latest[t] for t in task_ids if t in latest)]))
+    runs = (
+        Run.objects.filter(pk__in=wanted)
+        .select_related("task__kg", "task__head", "task__relation", "task__tail", "created_by")
+        .prefetch_related(
+            Prefetch("steps", queryset=Step.objects.order_by("seq")),
+            Prefetch("support_items", queryset=SupportItem.objects.order_by("id")),  # E1, E2, … E10 as found
+            Prefetch("reviews", queryset=Review.objects.select_related("reviewer").order_by("-created_at", "-id")),
+            Prefetch("memories_used", queryset=RunMemory.objects.select_related("entry").order_by("rank")),
+        )
+    )
+    by_id = {run.pk: run for run in runs}
+    return Selection(records=[_record(by_id[pk]) for pk in wanted], skipped_tasks=[t for t in task_ids if t not in latest])

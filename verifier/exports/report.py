@@ -1,0 +1,41 @@
+"""The evidence report: an HTML page (printable) and the same page as PDF through xhtml2pdf."""
+
+from __future__ import annotations
+
+import io
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+from xhtml2pdf import pisa
+
+from verifier.exports.records import Selection
+
+TEMPLATE = "verifier/exports/report.html"
+
+
+class ReportRenderingError(RuntimeError):
+    """xhtml2pdf could not lay out the report."""
+
+
+def report_title(selection: Selection) -> str:
+    if len(selection.records) == 1:
+        return f"KGV evidence report — {selection.records[0].triple_text}"
+    return f"KGV evidence report — {len(selection.records)} runs"
+
+
+def to_html(selection: Selection) -> str:
+    context = {
+        "title": report_title(selection),
+        "records": selection.records,
+        "skipped_tasks": selection.skipped_tasks,
+        "generated_at": timezone.now(),
+    }
+    return render_to_string(TEMPLATE, context)
+
+
+def to_pdf(selection: Selection) -> bytes:
+    buffer = io.BytesIO()
+    result = pisa.CreatePDF(to_html(selection), dest=buffer, encoding="utf-8")
+    if result.err:
+        raise ReportRenderingError(f"the PDF report could not be laid out ({result.err} error(s))")
+    return buffer.getvalue()

@@ -1,0 +1,67 @@
+"""JSON (everything about each run) and CSV (one row per run, for spreadsheets) exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.utils import timezone
+
+from verifier.exports.records import RunRecord, Selection
+
+JSON_FORMAT = "kgv-export/1"
+
+CSV_COLUMNS = (
+    "run_id", "task_id", "kg", "head_id", "head", "relation_id", "relation", "tail_id", "tail", "expected_label",
+    "status", "verdict", "confidence", "final_verdict", "review_decision", "reviewer", "review_reason",
+    "explanation", "model", "prompt_tokens", "completion_tokens", "cost_usd", "steps", "cited_evidence",
+    "cited_sources", "cited_hashes", "created_at", "finished_at",
+)
+
+
+def to_json(selection: Selection) -> str:
+    document = {
+        "format": JSON_FORMAT,
+        "exported_at": timezone.now(),
+        "runs": [record.to_dict() for record in selection.records],
+        "skipped_tasks": selection.skipped_tasks,
+    }
+    return json.dumps(document, cls=DjangoJSONEncoder, indent=2, ensure_ascii=False)
+
+
+def _csv_row(record: RunRecord) -> dict:
+    decision = record.decision
+    cited = record.cited_evidence
+    return {
+        "run_id": record.run_id, "task_id": record.task_id, "kg": record.kg,
+        "head_id": record.head.id, "head": record.head.label,
+        "relation_id": record.relation.id, "relation": record.relation.label,
+        "tail_id": record.tail.id, "tail": record.tail.label,
+        "expected_label": "" if record.expected_label is None else str(record.expected_label).lower(),
+        "status": record.status, "verdict": record.verdict,
+        "confidence": "" if record.confidence is None else record.confidence,
+        "final_verdict": record.final_verdict,
+        "review_decision": decision.decision if decision else "",
+        "reviewer": decision.reviewer if decision else "",
+        "review_reason": decision.reason if decision else "",
+        "explanation": record.explanation, "model": record.model,
+        "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens, "cost_usd": record.cost_usd,
+        "steps": len(record.steps),
+        # Several cited items share one cell, separated by " | " in the same order in all three columns.
+        "cited_evidence": " | ".join(item.key for item in cited),
+        "cited_sources": " | ".join(item.source for item in cited),
+        "cited_hashes": " | ".join(item.content_hash for item in cited),
+        "created_at": record.created_at.isoformat(),
+        "finished_at": record.finished_at.isoformat() if record.finished_at else "",
+    }
+
+
+def to_csv(selection: Selection) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    for record in selection.records:
+        writer.writerow(_csv_row(record))
+    return buffer.getvalue()

@@ -1,0 +1,190 @@
+"""The verification queue's filters, search and sort: one function shared by the queue page and the API.
+
+``filter_tasks(queryset, params, user=...)`` reads plain query parameters (a ``QueryDict`` or a dict):
+
+=============== ======================================================================================
+``status``      task status, one or several (``status=pending&status=verified`` or ``pending,verified``)
+``kg``          knowledge-graph id
+``relation``    relation id
+``verdict``     verdict of the task's latest run with a verdict: correct, incorrect, not_enough_evidence,
+                or ``none`` (no run has produced a verdict yet)
+``agreement``   how the latest reviewer decision compares with the verdict it reviewed: ``agree`` (same
+                verdict), ``disagree`` (override or "not enough evidence"), ``unreviewed`` (no decision)
+``confidence_min`` / ``confidence_max``   bounds (0–1) on the latest verdict's confidence
+``assignee``    a user id, ``me`` (the requesting user) or ``none`` (unassigned)
+``q``           case-insensitive search in the head, relation and tail labels and ids
+``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
+=============== ======================================================================================
+
+Every returned task carries the annotations ``latest_run_id``, ``latest_run_status`` (its newest run of
+any status), ``verdict``, ``confidence`` (its newest run with a verdict) and ``review_agrees`` (None when
+unreviewed). A value that cannot be understood raises QueueFilterError naming the parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.db.models import BooleanField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery
+
+from verifier.models import Review, Run, Verdict, VerificationTask
+
+SORT_KEYS = {
+    "created": "created_at",
+    "updated": "updated_at",
+    "status": "status",
+    "head": "head__label",
+    "relation": "relation__label",
+    "tail": "tail__label",
+    "verdict": "verdict",
+    "confidence": "confidence",
+    "id": "id",
+}
+AGREEMENT_VALUES = ("agree", "disagree", "unreviewed")
+VERDICT_VALUES = (*Verdict.values, "none")
+FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "assignee", "q", "sort")
+
+
+class QueueFilterError(ValueError):
+    """A queue filter parameter whose value cannot be used; ``param`` names it."""
+
+    def __init__(self, param: str, message: str):
+        self.param = param
+        super().__init__(f"{param}: {message}")
+
+
+def annotate_latest(queryset: QuerySet) -> QuerySet:
+    """Add the latest run, verdict, confidence and reviewer agreement of each task (see module doc)."""
+    runs = Run.objects.filter(task=OuterRef("pk")).order_by("-created_at", "-id")
+    with_verdict = runs.exclude(verdict="")
+    decisions = (
+        Review.objects.filter(run__task=OuterRef("pk"))
+        .exclude(decision=Review.Decision.COMMENT)
+        .order_by("-created_at", "-id")
+        .annotate(agrees=ExpressionWrapper(Q(verdict=F("run__verdict")), output_field=BooleanField()))
+    )
+    return queryset.annotate(
+        latest_run_id=Subquery(runs.values("id")[:1]),
+        latest_run_status=Subquery(runs.values("status")[:1]),
+        verdict=Subquery(with_verdict.values("verdict")[:1]),
+        confidence=Subquery(with_verdict.values("confidence")[:1]),
+        review_agrees=Subquery(decisions.values("agrees")[:1]),
+    )
+
+
+def _values(params: Mapping, name: str) -> list[str]:
+    """All values of a parameter, repeated or comma-separated, blanks dropped."""
+    raw = params.getlist(name) if hasattr(params, "getlist") else params.get(name)
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list | tuple) else [raw]
+    return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+
+
+def _single(params: Mapping, name: str) -> str:
+    values = _values(params, name)
+    if len(values) > 1:
+        raise QueueFilterError(name, "give one value")
+    return values[0] if values else ""
+
+
+def _integer(params: Mapping, name: str) -> int | None:
+    value = _single(params, name)
+    if not value:
+        return None
+    if not value.isdigit():
+        raise QueueFilterError(name, f"{value!r} is not an id")
+    return int(value)
+
+
+def _fraction(params: Mapping, name: str) -> float | None:
+    value = _single(params, name)
+    if not value:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise QueueFilterError(name, f"{value!r} is not a number") from None
+    if not 0.0 <= number <= 1.0:
+        raise QueueFilterError(name, "must be between 0 and 1")
+    return number
+
+
+def _choices(params: Mapping, name: str, allowed) -> list[str]:
+    values = _values(params, name)
+    unknown = [v for v in values if v not in allowed]
+    if unknown:
+        raise QueueFilterError(name, f"unknown value {unknown[0]!r}; use {', '.join(allowed)}")
+    return values
+
+
+def _filter_assignee(queryset: QuerySet, value: str, user) -> QuerySet:
+    if value == "none":
+        return queryset.filter(assignee__isnull=True)
+    if value == "me":
+        if user is None or not user.is_authenticated:
+            raise QueueFilterError("assignee", "'me' needs a signed-in user")
+        return queryset.filter(assignee=user)
+    if not value.isdigit():
+        raise QueueFilterError("assignee", f"{value!r} is not a user id, 'me' or 'none'")
+    return queryset.filter(assignee_id=int(value))
+
+
+def _filter_verdict(queryset: QuerySet, verdicts: list[str]) -> QuerySet:
+    condition = Q(verdict__in=[v for v in verdicts if v != "none"])
+    if "none" in verdicts:
+        condition |= Q(verdict__isnull=True)
+    return queryset.filter(condition)
+
+
+def _filter_agreement(queryset: QuerySet, wanted: list[str]) -> QuerySet:
+    condition = Q()
+    if "agree" in wanted:
+        condition |= Q(review_agrees=True)
+    if "disagree" in wanted:
+        condition |= Q(review_agrees=False)
+    if "unreviewed" in wanted:
+        condition |= Q(review_agrees__isnull=True)
+    return queryset.filter(condition)
+
+
+def _search(queryset: QuerySet, text: str) -> QuerySet:
+    condition = Q()
+    for part in ("head", "relation", "tail"):
+        condition |= Q(**{f"{part}__label__icontains": text}) | Q(**{f"{part}__external_id__iexact": text})
+    return queryset.filter(condition)
+
+
+def sort_order(value: str) -> list:
+    """The ORDER BY of a sort key (``-`` for descending); nulls (no verdict yet) always last."""
+    key = value or "-created"
+    descending = key.startswith("-")
+    field = SORT_KEYS.get(key.lstrip("-"))
+    if field is None:
+        raise QueueFilterError("sort", f"unknown sort key {key!r}; use {', '.join(SORT_KEYS)} (prefix - for descending)")
+    primary = F(field).desc(nulls_last=True) if descending else F(field).asc(nulls_last=True)
+    return [primary, "-id" if descending else "id"]
+
+
+def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
+    """``queryset`` of VerificationTask annotated (annotate_latest), filtered and sorted by ``params``."""
+    queryset = annotate_latest(queryset).select_related("kg", "head", "relation", "tail", "assignee")
+    if statuses := _choices(params, "status", VerificationTask.Status.values):
+        queryset = queryset.filter(status__in=statuses)
+    if (kg := _integer(params, "kg")) is not None:
+        queryset = queryset.filter(kg_id=kg)
+    if (relation := _integer(params, "relation")) is not None:
+        queryset = queryset.filter(relation_id=relation)
+    if verdicts := _choices(params, "verdict", VERDICT_VALUES):
+        queryset = _filter_verdict(queryset, verdicts)
+    if agreement := _choices(params, "agreement", AGREEMENT_VALUES):
+        queryset = _filter_agreement(queryset, agreement)
+    if (low := _fraction(params, "confidence_min")) is not None:
+        queryset = queryset.filter(confidence__gte=low)
+    if (high := _fraction(params, "confidence_max")) is not None:
+        queryset = queryset.filter(confidence__lte=high)
+    if assignee := _single(params, "assignee"):
+        queryset = _filter_assignee(queryset, assignee, user)
+    if text := str(params.get("q") or "").strip():  # free text: commas are part of the label
+        queryset = _search(queryset, text)
+    return queryset.order_by(*sort_order(_single(params, "sort")))
