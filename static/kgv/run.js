@@ -142,8 +142,24 @@
     showElapsed();
     ["cancel-form", "pause-toggle"].forEach((id) => $(id) && ($(id).hidden = true));
     if (!run.verdict && $("verdict").dataset.verdict === "") $("verdict").textContent = "No verdict";
-    setConnection(`The run ${run.status}. `, true);
-    loadGraph();
+    setConnection(`The run ${run.status}.`, false);
+    refreshSections(run).then(loadGraph);
+  }
+
+  // The evidence table, the memories used and the review panel are rendered by the server: once the run
+  // has ended they are fetched again and swapped in, so the page never needs a reload.
+  function refreshSections(run) {
+    return fetch(window.location.href.split("#")[0], { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then((response) => (response.ok ? response.text() : Promise.reject(new Error(`HTTP ${response.status}`))))
+      .then((html) => {
+        const fresh = new DOMParser().parseFromString(html, "text/html");
+        ["evidence", "review"].forEach((id) => {
+          const current = $(id);
+          const replacement = fresh.getElementById(id);
+          if (current && replacement) current.replaceWith(document.importNode(replacement, true));
+        });
+      })
+      .catch(() => setConnection(`The run ${run.status}. `, true));
   }
 
   // ---- the stream, with pause ---------------------------------------------------------------------

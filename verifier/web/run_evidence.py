@@ -3,7 +3,6 @@ run's task in the curator's queue."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 from django.db import connection
@@ -12,6 +11,7 @@ from django.db.models.functions import Lag, Lead
 from django.http import QueryDict
 
 from verifier.models import Review, Run, SupportItem, VerificationTask
+from verifier.queue_filters import QueueFilterError, filter_tasks
 
 GRAPH_KINDS = (SupportItem.Kind.TRIPLE, SupportItem.Kind.PATH)
 
@@ -110,12 +110,8 @@ def queue_tasks(queue: str, user=None) -> QuerySet:
     if not queue:
         return tasks
     try:
-        filters = importlib.import_module("verifier.queue_filters")
-    except ModuleNotFoundError:
-        return tasks
-    try:
-        return filters.filter_tasks(tasks, QueryDict(queue), user=user)
-    except ValueError:
+        return filter_tasks(tasks, QueryDict(queue), user=user)
+    except QueueFilterError:
         return tasks
 
 

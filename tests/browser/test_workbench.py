@@ -1,0 +1,159 @@
+"""The curator's day in a real browser: import, run and watch live, review, promote, export.
+
+Runs are executed by the real Celery worker of tests/browser/conftest.py, their steps travel through
+Redis to the page's websocket; the model is the scripted investigator (tests/browser/model.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import rdflib
+
+from tests.browser.conftest import sign_in
+from tests.users import PASSWORD
+from verifier.models import MemoryEntry, Review, Run, RunMemory, VerificationTask
+from verifier.services import start_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCREENSHOTS = Path(os.environ["KGV_SCREENSHOTS"]) if os.environ.get("KGV_SCREENSHOTS") else None
+
+
+def shoot(page, name: str) -> None:
+    """Screenshots for the README when KGV_SCREENSHOTS names a folder (``make screenshots``)."""
+    if SCREENSHOTS is not None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def wait_for(condition, timeout: float = 60, what: str = "the condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def task_of(kg, head: str, relation: str, tail: str) -> VerificationTask:
+    return VerificationTask.objects.get_or_create(kg=kg, head=kg.entities.get(external_id=head),
+                                                  relation=kg.relations.get(external_id=relation),
+                                                  tail=kg.entities.get(external_id=tail))[0]
+
+
+def finished_run(task, actor) -> Run:
+    run = start_run(task=task, actor=actor)
+    wait_for(lambda: Run.objects.get(pk=run.pk).status in {"succeeded", "failed"}, what=f"run {run.pk} to finish")
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    return run
+
+
+def test_a_curator_imports_flagged_triples_starts_a_run_and_watches_it_live(browser_context, world_kg, make_user, tmp_path):
+    make_user("curator", username="carla")
+    page = sign_in(browser_context, "carla", PASSWORD)
+
+    flagged = tmp_path / "flagged.csv"
+    flagged.write_text("head,relation,tail\nDouglas Adams,country of citizenship,United Kingdom\n"
+                       "Douglas Adams,educated at,St John's College\n", encoding="utf-8")
+    page.goto("/import/")
+    page.select_option("select[name=kg]", label=world_kg.name)
+    page.set_input_files("input[name=file]", str(flagged))
+    page.click("#import-form button[type=submit]")
+    page.wait_for_selector("#queue-table")
+    rows = page.locator("#queue-table tbody tr[data-task-id]")
+    assert rows.count() == 2
+    shoot(page, "queue")
+
+    page.locator("#queue-table tbody tr", has_text="United Kingdom").locator("td.triple a").click()
+    page.click("#start-button")
+    page.wait_for_selector("#run-page")
+    page.evaluate("window.__sameDocument = true")  # gone if the page reloads instead of streaming
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        count = page.locator("#steps [data-seq]").count()
+        if not seen or seen[-1] != count:
+            seen.append(count)
+        if page.get_attribute("#run-page", "data-state") == "finished" and page.locator("#verdict").count():
+            break
+        if len(seen) == 4:
+            shoot(page, "live-run")
+        time.sleep(0.1)
+    run = Run.objects.get(task__head__external_id="Q42", task__tail__external_id="Q145")
+    assert run.status == Run.Status.SUCCEEDED
+    stored = list(run.steps.order_by("seq").values_list("seq", flat=True))
+    shown = [int(s) for s in page.locator("#steps [data-seq]").evaluate_all("els => els.map(e => e.dataset.seq)")]
+    assert shown == stored  # every step, in order, none twice
+    assert len(seen) >= 4, f"steps should arrive one by one, saw counts {seen}"
+    assert page.evaluate("window.__sameDocument") is True
+    assert "Correct" in page.inner_text("#verdict")
+    page.wait_for_selector("#evidence-table .evidence-row")  # swapped in when the run ends, no reload
+    page.wait_for_function("document.querySelector('#graph canvas') !== null")
+    shoot(page, "evidence")
+
+
+def test_a_reviewer_overrides_one_run_promotes_another_and_the_next_run_uses_that_memory(browser_context, world_kg, make_user):
+    curator = make_user("curator")
+    make_user("reviewer", username="rita")
+    overridden = finished_run(task_of(world_kg, "Q42", "P27", "Q145"), curator)
+    promoted = finished_run(task_of(world_kg, "Q42", "P19", "Q350"), curator)
+    page = sign_in(browser_context, "rita", PASSWORD)
+
+    page.goto(f"/runs/{overridden.pk}/")
+    page.click("#review-override")  # no reason yet: refused, nothing stored
+    page.wait_for_selector("#review-error")
+    assert not Review.objects.filter(run=overridden).exists()
+    page.fill("#review-reason", "The retrieved path shows birth in Cambridge, not citizenship.")
+    page.click("#review-override")
+    page.wait_for_selector("#review-state[data-state=overridden]")
+    review = Review.objects.get(run=overridden)
+    assert review.decision == "override" and review.verdict == "incorrect" and "Cambridge" in review.reason
+
+    page.goto(f"/runs/{promoted.pk}/")
+    page.click("#promote-link")
+    trajectory = page.input_value("#promote-form textarea[name=trajectory]")
+    assert "Final Answer" in trajectory
+    page.fill("#promote-form textarea[name=trajectory]", trajectory + "\nReviewer note: the birthplace fact is direct evidence.")
+    page.click("#promote-form button[type=submit]")
+    entry = wait_for(lambda: MemoryEntry.objects.filter(source_run=promoted).first(), 10, "the memory entry")
+    assert entry.trajectory.endswith("direct evidence.") and entry.status == "active"
+
+    # The next run, of a similar claim, is guided by that memory, and its page says so.
+    nxt = start_run(task=task_of(world_kg, "Q42", "P69", "Q691283"), actor=curator)
+    wait_for(lambda: Run.objects.get(pk=nxt.pk).status == "succeeded", what="the next run")
+    used = RunMemory.objects.get(run=nxt, entry=entry)
+    page.goto(f"/runs/{nxt.pk}/")
+    row = page.locator(f"#memories tr.memory[data-entry='{entry.pk}']")
+    assert row.count() == 1 and float(row.get_attribute("data-similarity")) == pytest.approx(used.similarity, abs=1e-3)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "ttl"])
+def test_an_export_of_the_selection_downloads_and_parses(browser_context, world_kg, make_user, fmt):
+    curator = make_user("curator")
+    make_user("viewer", username="vic")
+    run = finished_run(task_of(world_kg, "Q42", "P27", "Q145"), curator)
+    page = sign_in(browser_context, "vic", PASSWORD)
+    page.goto("/")
+    page.check(f"input.row-check[value='{run.task_id}']")
+    page.select_option("#bulk-fmt", fmt)
+    with page.expect_download() as download_info:
+        page.click("button[name=action][value=export]")
+    body = Path(download_info.value.path()).read_text(encoding="utf-8")
+    if fmt == "json":
+        data = json.loads(body)
+        assert str(run.pk) in json.dumps(data) and "Douglas Adams" in body
+    elif fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(body)))
+        assert len(rows) >= 1 and any("Douglas Adams" in " ".join(map(str, row.values())) for row in rows)
+    else:
+        graph = rdflib.Graph().parse(data=body, format="turtle")
+        prov = rdflib.Namespace("http://www.w3.org/ns/prov#")
+        assert any(graph.triples((None, prov.wasGeneratedBy, None)))
