@@ -81,6 +81,7 @@ class Investigation:
         self.impression = ""
         self.plan_text = ""
         self.history: list[str] = []
+        self._done: dict[str, list[str]] = {}  # action already taken → the evidence keys it returned
 
     # ------------------------------------------------------------------------------ entry point
 
@@ -173,9 +174,18 @@ class Investigation:
         """The action step and its observation (evidence keyed); returns the observation text."""
         arguments = arguments if isinstance(arguments, dict) else list(arguments)
         shown = arguments if isinstance(arguments, dict) else {str(i): a for i, a in enumerate(arguments)}
-        yield AgentStep("action", f"{tool}({', '.join(map(str, shown.values()))})", tool=tool, arguments=shown)
+        signature = f"{tool}({', '.join(map(str, shown.values()))})"
+        yield AgentStep("action", signature, tool=tool, arguments=shown)
+        if signature.casefold() in self._done:
+            # Small models loop on the same few calls; the answer would not change, so say so instead.
+            keys = self._done[signature.casefold()]
+            observation = (f"You already ran {signature}; its evidence ({', '.join(keys) or 'none'}) is above and has not "
+                           f"changed. Do not repeat an action: use a different tool or arguments, or give the Final Answer.")
+            yield AgentStep("observation", observation, tool=tool)
+            return observation
         started = time.perf_counter()
         observation, items = self.support.observe(self.tools.call(tool, arguments))
+        self._done[signature.casefold()] = [item.key for item in items]
         yield AgentStep("observation", observation, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
         return observation
 

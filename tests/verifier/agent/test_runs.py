@@ -260,3 +260,16 @@ def test_native_tool_calls_drive_the_same_loop(task):
     assert assistant["tool_calls"][0]["function"]["name"] == "KG_Path"
     assert answer["role"] == "tool" and answer["tool_call_id"] == assistant["tool_calls"][0]["id"]
     assert answer["content"].startswith("Paths between Douglas Adams")
+
+
+def test_a_repeated_action_is_answered_with_a_reminder_not_run_again(task):
+    look = "Thought: Look at his neighbours.\nAction: KG_Neighbor(Douglas Adams)"
+    run, requests = run_with(task, [
+        PLAN, look, look.replace("Douglas Adams", "douglas adams"),
+        "Thought: Born in Cambridge [E1].\nFinal Answer: [Correct] Because he was born in Cambridge [E1].",
+    ])
+    first, second = run.steps.filter(kind="observation").order_by("seq")
+    assert first.content.startswith("Facts about Douglas Adams") and first.support_items.exists()
+    assert second.content.startswith("You already ran KG_Neighbor(douglas adams)") and "[E1]" not in second.content
+    assert "E1, E2" in second.content and not second.support_items.exists()
+    assert run.verdict == "correct"
