@@ -56,9 +56,13 @@ def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_to
         query=query,
         wiki_alpha=settings.KGV_WIKI_ALPHA,
     )
+    # A tool with nothing behind it (no web search configured) is not offered: the model would only
+    # spend steps learning that it answers nothing.
+    specs = [spec for spec in available(kg_tools=kg_tools, external_tools=external_tools)
+             if not (spec.name == "Web_Evidence" and context.web is None)]
     return Toolbox(
         context,
-        specs=available(kg_tools=kg_tools, external_tools=external_tools),
+        specs=specs,
         shared_cache=DjangoToolCache() if shared_cache else None,
     )
 

@@ -139,6 +139,17 @@ def test_without_kg_tools_only_text_tools_are_offered(task):
     assert run.steps.filter(kind="observation").first().content.startswith("Unknown tool 'KG_Path'")
 
 
+def test_web_search_is_offered_only_when_a_provider_is_configured(task, monkeypatch):
+    script = [PLAN, "Thought: ok\nFinal Answer: [Correct] Because it is so."]
+    for name in ("WEB_SEARCH_PROVIDER", "SEARXNG_URL", "BRAVE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    _, requests = run_with(task, list(script))
+    assert "Web_Evidence(" not in requests[1].messages[0]["content"]
+    monkeypatch.setenv("SEARXNG_URL", "http://127.0.0.1:9")
+    _, requests = run_with(task, list(script))
+    assert "Web_Evidence(" in requests[1].messages[0]["content"]
+
+
 def test_memories_guide_the_run_and_are_recorded_with_similarity(task, world_kg):
     entry = bank.add_entry(triple_text="Terry Pratchett country of citizenship United Kingdom",
                            trajectory="Thought: check\nAction: KG_Neighbor(Terry Pratchett)\nFinal Answer: [Correct] Because [E1]",
