@@ -55,12 +55,33 @@ def codex_subset(tmp_path_factory, data_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
-    """A real Celery worker (separate process) on the embedded Redis broker's default queue and the test
-    database; its hostname is yielded. Tasks it runs see only committed rows (use transactional tests)."""
+def scripted_model():
+    """The scripted OpenAI-compatible model of the session's Celery worker and web server: a short, well-formed
+    investigation of whatever claim it is given (tests/browser/model.py)."""
+    from tests.browser.model import ScriptedInvestigator
+    from tests.openai_server import ScriptedOpenAIServer
+
+    investigator = ScriptedInvestigator()
+    with ScriptedOpenAIServer(investigator) as server:
+        server.investigator = investigator
+        yield server
+
+
+@pytest.fixture(scope="session")
+def app_env(scripted_model):
+    """Environment of the processes a test starts (worker, web server): the scripted model, no local one."""
+    return {"LLM_BASE_URL": scripted_model.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0",
+            "KGV_LOCAL_LLM": "off"}
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, app_env):
+    """The session's real Celery worker (a separate process, 4 threads) on the embedded Redis broker's default
+    queue and the test database, answering runs with the scripted model; its hostname is yielded. Tasks it
+    runs see only committed rows (use transactional tests)."""
     from kgv_web.celery import app
     from tests.workers import celery_worker
 
     app.control.purge()  # tasks left queued by earlier sessions name runs of a database that is gone
-    with django_db_blocker.unblock(), celery_worker(pool="solo", queue="celery") as worker:
+    with django_db_blocker.unblock(), celery_worker(pool="threads", concurrency=4, queue="celery", env=app_env) as worker:
         yield worker.hostname

@@ -1,8 +1,8 @@
 """Browser tests: Debian's chromium driven by Playwright against a real daphne server (HTTP + websockets)
 on the test database, with a real Celery worker and the scripted OpenAI-compatible model.
 
-Everything here is session-scoped except the data: tests are transactional, so the server and the worker
-(separate processes) see what a test writes.
+The server and the worker (tests/conftest.py) are session-scoped, the browser module-scoped; tests are
+transactional, so the server and the worker (separate processes) see what a test writes.
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.openai_server import ScriptedOpenAIServer
-from tests.workers import PROJECT_DIR, celery_worker, test_database_url
+from tests.workers import PROJECT_DIR, test_database_url
 
 CHROMIUM = Path("/usr/bin/chromium")
-# Playwright's sync API runs an event loop in this thread; Django's ORM calls from the test body are still
-# plain synchronous calls (nothing shares the loop), so the async-safety guard is lifted for these tests.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def _free_port() -> int:
@@ -33,34 +29,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def scripted_model():
-    """The model every browser-test run talks to; tests replace ``scripted_model.reply`` to steer it."""
-    from tests.browser.model import ScriptedInvestigator
-
-    investigator = ScriptedInvestigator()
-    with ScriptedOpenAIServer(investigator) as server:
-        server.investigator = investigator
-        yield server
-
-
-@pytest.fixture(scope="session")
-def app_env(scripted_model):
-    return {"LLM_BASE_URL": scripted_model.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0",
-            "KGV_LOCAL_LLM": "off"}
-
-
-@pytest.fixture(scope="session")
-def browser_worker(django_db_setup, django_db_blocker, app_env):
-    """A Celery worker on the default queue (runs started from the pages go there)."""
-    from kgv_web.celery import app
-
-    app.control.purge()
-    with django_db_blocker.unblock(), celery_worker(pool="threads", concurrency=4, queue="celery", env=app_env) as worker:
-        yield worker
-
-
-@pytest.fixture(scope="session")
-def server_url(django_db_setup, django_db_blocker, app_env, browser_worker):
+def server_url(django_db_setup, django_db_blocker, app_env, celery_worker_process):
     """daphne serving kgv_web.asgi on a free port, against the test database."""
     port = _free_port()
     with django_db_blocker.unblock():
@@ -88,12 +57,16 @@ def server_url(django_db_setup, django_db_blocker, app_env, browser_worker):
         process.kill()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """Module-scoped: Playwright's sync API keeps an event loop running in this thread while it is open,
+    which later asyncio tests could not share. Django's ORM calls from the test body are plain synchronous
+    calls beside that loop, so its async-safety guard is lifted while the browser is open."""
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is missing: scripts/install_browser.sh installs it (make test runs it)")
     from playwright.sync_api import sync_playwright
 
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), headless=True,
@@ -101,6 +74,7 @@ def chromium():
                   "--disable-component-update", "--disable-sync"])
         yield browser
         browser.close()
+    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture
