@@ -182,7 +182,7 @@ class EmbeddedLLM:
     model_name: str
     _: KW_ONLY
     threads: int = 2
-    context: int = 4096
+    context: int = 8192  # a 10-step history plus the mandatory judgment outgrows 4,096 tokens
     owned: bool = False
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
