@@ -69,3 +69,14 @@ def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | No
         if private:
             with app.connection_for_write() as conn:  # the queue was only for this worker
                 conn.default_channel.queue_delete(queue)
+
+
+def wait_for(condition, timeout: float = 60, what: str = "the condition"):
+    """Poll ``condition`` until it returns something truthy (returned), or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

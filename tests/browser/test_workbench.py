@@ -17,6 +17,7 @@ import rdflib
 
 from tests.browser.conftest import sign_in
 from tests.users import PASSWORD
+from tests.workers import wait_for
 from verifier.models import MemoryEntry, Review, Run, RunMemory, VerificationTask
 from verifier.services import start_run
 
@@ -31,15 +32,6 @@ def shoot(page, name: str) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
-
-def wait_for(condition, timeout: float = 60, what: str = "the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def task_of(kg, head: str, relation: str, tail: str) -> VerificationTask:

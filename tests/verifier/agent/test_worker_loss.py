@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.openai_server import ScriptedOpenAIServer, TextReply
-from tests.workers import celery_worker
+from tests.workers import celery_worker, wait_for
 from verifier.models import Run, VerificationTask
 from verifier.services import start_run
 from verifier.tasks import run_verification
@@ -18,15 +18,6 @@ PLAN = "=== Initial Impression ===\n[Correct] Because he was English.\n=== Strat
 LOOK = "Thought: Look at his neighbours.\nAction: KG_Neighbor(Douglas Adams)"
 ANSWER = "Thought: He was born in Cambridge [E1].\nFinal Answer: [Correct] Because he was born in Cambridge [E1]."
 
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def test_a_killed_pool_process_leaves_a_failed_run_with_its_steps_then_a_new_run_succeeds(world_kg):
