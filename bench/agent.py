@@ -447,8 +447,8 @@ def report_concurrency(args, measured: Round, calls: int, ideal: float, follower
           f"{measured.requests} LLM calls ({measured.requests / len(done):.2f} per run; the trajectory needs {calls})")
     print(f"creating the runs (start_run x {len(measured.ids)}, one transaction): {measured.created_ms:.0f} ms, before the clock starts")
     print(f"wall time, commit → last finished_at : {wall:6.2f} s")
-    print(f"ideal time, {calls} LLM calls x {args.delay * 1000:.0f} ms{' (in waves)' if args.runs > args.concurrency * args.processes else ''} "
-          f": {ideal:6.2f} s")
+    waves = " (in waves)" if args.runs > args.concurrency * args.processes else ""
+    print(f"ideal time, {calls} LLM calls x {args.delay * 1000:.0f} ms{waves} : {ideal:6.2f} s")
     print(f"throughput: {len(done) / wall:.2f} runs/s achieved vs {len(measured.ids) / ideal:.2f} runs/s ideal = "
           f"{100 * ideal / wall:.1f}% (target ≥ 90%)")
     print(f"run wall time, started_at → finished_at: mean {statistics.mean(a['run_walls']):.0f} ms; {spread(a['run_walls'])}")
@@ -472,7 +472,8 @@ def report_concurrency(args, measured: Round, calls: int, ideal: float, follower
     parts = ", ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k not in ("worker", "machine"))
     print(f"CPU seconds in the round (capacity {wall:.1f} s x {cpus} CPUs = {wall * cpus:.1f}): worker {cpu['worker']:.1f} "
           f"({1000 * cpu['worker'] / len(done):.0f} ms per run, {a['worker_cpu_per_step']:.1f} ms per step, "
-          f"{cpu['worker'] / wall:.2f} cores: one process, one GIL), {parts}; machine busy {100 * cpu['machine'] / (wall * cpus):.0f}%")
+          f"{cpu['worker'] / wall:.2f} cores in {args.processes} process(es), one GIL each), {parts}; "
+          f"machine busy {100 * cpu['machine'] / (wall * cpus):.0f}%")
     budget = ideal / 0.9
     print(f"  90% of ideal leaves {budget:.2f} s x {cpus} CPUs = {budget * cpus:.2f} CPU-s for the round "
           f"({1000 * budget * cpus / len(measured.ids):.0f} ms per run, all processes); worker + PostgreSQL + Redis + scripted "
