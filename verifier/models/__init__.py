@@ -1,5 +1,6 @@
-"""KGV's data model, split by topic: the KG, the verification path, memory and audit."""
+"""KGV's data model, split by topic: the KG, the verification path, memory and audit, evaluations."""
 
+from verifier.models.evaluation import Evaluation, EvaluationItem
 from verifier.models.kg import (
     EMBEDDING_DIMENSIONS,
     Entity,
@@ -16,6 +17,8 @@ __all__ = [
     "EMBEDDING_DIMENSIONS",
     "AuditEvent",
     "Entity",
+    "Evaluation",
+    "EvaluationItem",
     "EntityType",
     "KnowledgeGraph",
     "MemoryEntry",

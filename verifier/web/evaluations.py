@@ -1,2 +1,105 @@
+"""Workbench pages: evaluations — the list, one evaluation's results (with links to every run), two
+evaluations side by side, a suite's results table, and the charts as SVG."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import path
+
+from verifier.evaluation import charts, metrics, reports
+from verifier.models import Evaluation
+from verifier.roles import VIEWER, role_required
+
 app_name = "evaluations"
-urlpatterns: list = []
+ITEMS_PER_PAGE = 200
+
+
+@role_required(VIEWER)
+def evaluation_list(request: HttpRequest) -> HttpResponse:
+    evaluations = list(Evaluation.objects.select_related("kg").order_by("-created_at", "-id")[:500])
+    rows = [{"evaluation": e, "benchmark": reports.benchmark_title(e),
+             "values": [reports.fmt(e.metrics.get(k)) if "n" in e.metrics else "" for k in ("accuracy", "f1", "precision", "recall")]}
+            for e in evaluations]
+    suites = sorted({e.suite for e in evaluations if e.suite})
+    return render(request, "verifier/evaluations/list.html", {"rows": rows, "suites": suites, "evaluations": evaluations})
+
+
+@role_required(VIEWER)
+def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    evaluation = get_object_or_404(Evaluation.objects.select_related("kg"), pk=pk)
+    figures = reports.current_metrics(evaluation)
+    page = Paginator(reports.items(evaluation), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    headline = [{"heading": heading, "value": reports.fmt(reports.value(figures, key), kind)}
+                for key, heading, kind in reports.COMPARED]
+    confusion = [{"gold": gold, "counts": [figures["confusion"][gold][a] for a in metrics.ANSWER_CLASSES]}
+                 for gold in ("true", "false")]
+    return render(request, "verifier/evaluations/detail.html", {
+        "evaluation": evaluation, "benchmark": reports.benchmark_title(evaluation), "figures": figures,
+        "headline": headline, "confusion": confusion, "answer_names": list(charts.ANSWER_NAMES.values()),
+        "relations": [{**r, "pct": reports.fmt(r["accuracy"])} for r in figures["per_relation"]],
+        "tools": [{"tool": t, "calls": u["calls"], "pct": reports.fmt(u["share"])} for t, u in figures["efficiency"]["tool_usage"].items()],
+        "page": page, "others": Evaluation.objects.exclude(pk=pk).order_by("-created_at")[:200],
+    })
+
+
+@role_required(VIEWER)
+def evaluation_chart(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
+    evaluation = get_object_or_404(Evaluation.objects.select_related("kg"), pk=pk)
+    draw = charts.CHARTS.get(kind)
+    if draw is None:
+        raise Http404(f"no chart {kind!r}")
+    figure = draw(reports.current_metrics(evaluation), f"{evaluation.label} — {reports.benchmark_title(evaluation)}")
+    return HttpResponse(charts.svg(figure), content_type="image/svg+xml")
+
+
+@role_required(VIEWER)
+def evaluation_compare(request: HttpRequest) -> HttpResponse:
+    evaluations = Evaluation.objects.select_related("kg").order_by("-created_at", "-id")
+    context = {"evaluations": evaluations[:500], "a": None, "b": None}
+    ids = (request.GET.get("a"), request.GET.get("b"))
+    if all(i and i.isdigit() for i in ids):
+        a, b = (get_object_or_404(Evaluation.objects.select_related("kg"), pk=int(i)) for i in ids)
+        context.update(a=a, b=b, comparison=reports.comparison(a, b),
+                       a_benchmark=reports.benchmark_title(a), b_benchmark=reports.benchmark_title(b))
+    return render(request, "verifier/evaluations/compare.html", context)
+
+
+def _suite(name: str) -> list[Evaluation]:
+    evaluations = reports.suite_evaluations(name)
+    if not evaluations:
+        raise Http404(f"no suite {name!r}")
+    return evaluations
+
+
+@role_required(VIEWER)
+def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
+    evaluations = _suite(name)
+    benchmarks, labels, cells = reports.table_cells(evaluations)
+    by_cell = {(e.label, reports.benchmark_title(e)): e for e in evaluations}
+    rows = []
+    for label in labels:
+        cells_row = []
+        for benchmark in benchmarks:
+            figures, evaluation = cells.get((label, benchmark)), by_cell.get((label, benchmark))
+            cells_row.append({"evaluation": evaluation, "values": [reports.fmt(figures.get(k)) if figures else ""
+                                                                    for k in ("accuracy", "f1", "precision", "recall")]})
+        rows.append({"label": label, "cells": cells_row})
+    return render(request, "verifier/evaluations/suite.html", {"suite": name, "benchmarks": benchmarks, "rows": rows})
+
+
+@role_required(VIEWER)
+def suite_chart(request: HttpRequest, name: str) -> HttpResponse:
+    figure = charts.configuration_bars(reports.configuration_groups(_suite(name)))
+    return HttpResponse(charts.svg(figure), content_type="image/svg+xml")
+
+
+urlpatterns = [
+    path("", evaluation_list, name="list"),
+    path("compare/", evaluation_compare, name="compare"),
+    path("suite/<str:name>/", suite_detail, name="suite"),
+    path("suite/<str:name>/configurations.svg", suite_chart, name="suite-chart"),
+    path("<int:pk>/", evaluation_detail, name="detail"),
+    path("<int:pk>/charts/<slug:kind>.svg", evaluation_chart, name="chart"),
+]

@@ -1,0 +1,96 @@
+"""``manage.py evaluate`` through a real Celery worker, killed mid-run with its worker, then resumed:
+finished runs are kept, the interrupted one is superseded by a fresh run, nothing else is redone."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import redis
+from django.conf import settings
+from django.utils import timezone
+
+from tests import workers
+from tests.openai_server import ScriptedOpenAIServer, TextReply
+from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, drive
+from verifier.models import Evaluation, EvaluationItem, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DATASET = "Q42\tP27\tQ145\ttrue\nQ42\tP19\tQ350\ttrue\nQ42\tP27\tQ142\tfalse\nQ90\tP17\tQ145\tfalse\n"
+ANSWER = "Final Answer: [Correct] Because I recall it."
+
+
+@pytest.fixture
+def private_broker():
+    """A Redis database of its own, so only the worker started by the command takes these runs."""
+    url = urlunsplit(urlsplit(settings.REDIS_URL)._replace(path="/9"))
+    redis.Redis.from_url(url).flushdb()  # messages left by an earlier run of this test
+    return url
+
+
+def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, tmp_path, private_broker):
+    path = tmp_path / "resume.tsv"
+    path.write_text(DATASET)
+    calls = {"born": 0}
+
+    def script(body):
+        if "place of birth" in body["messages"][-1]["content"]:
+            calls["born"] += 1
+            if calls["born"] == 1:  # the first verification of this triple hangs until its worker is killed
+                return TextReply(ANSWER, delay=300)
+        return ANSWER
+
+    with ScriptedOpenAIServer(script) as server:
+        env = {**os.environ, "DATABASE_URL": workers.test_database_url(), "REDIS_URL": private_broker, "LLM_BASE_URL": server.url,
+               "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0", "KGV_LOCAL_LLM": "off"}
+        command = [sys.executable, "manage.py", "evaluate", "--benchmark", str(path), "--kg", world_kg.name, "--n", "4",
+                   "--mode", "zero-shot", "--concurrency", "4", "--name", "killed", "--no-progress"]
+        first = subprocess.Popen(command, cwd=workers.PROJECT_DIR, env=env, start_new_session=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+        def three_done_one_hanging():
+            runs = [(item.task.relation.external_id, item.run and item.run.status) for item in
+                    EvaluationItem.objects.filter(evaluation__name="killed").select_related("run", "task__relation")]
+            return (len(runs) == 4 and sum(status == "succeeded" for _, status in runs) == 3
+                    and ("P19", "running") in runs)
+
+        try:
+            workers.wait_for(three_done_one_hanging, 150, "three verifications done and one in progress")
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)  # the command and the worker it started
+            output = first.communicate()[0].decode()
+        assert "Started Celery worker" in output, output
+
+        evaluation = Evaluation.objects.get(name="killed")
+        assert evaluation.status == Evaluation.Status.RUNNING
+        items = {item.task.relation.external_id + str(item.task.tail_id): item
+                 for item in EvaluationItem.objects.filter(evaluation=evaluation).select_related("run", "task__relation")}
+        hanging = next(item for item in items.values() if item.run.status == Run.Status.RUNNING)
+        kept = {key: item.run_id for key, item in items.items() if item is not hanging}
+
+        # Its heartbeat is fresh: a second driver refuses to start until it is stale.
+        with pytest.raises(EvaluationError, match="being driven by another process"):
+            drive(evaluation, progress=False)
+        time.sleep(max(0.0, (evaluation.heartbeat_at + HEARTBEAT_STALE - timezone.now()).total_seconds() + 0.5))
+
+        resumed = subprocess.run([sys.executable, "manage.py", "evaluate", "--resume", str(evaluation.pk), "--no-progress"],
+                                 cwd=workers.PROJECT_DIR, env=env, capture_output=True, text=True, timeout=240)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "1 run(s) left unfinished" in resumed.stdout
+        chat_requests = len(server.bodies)
+
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.FINISHED and evaluation.metrics["n"] == 4
+    assert evaluation.metrics["accuracy"] == pytest.approx(2 / 4)  # "Correct" for all: the two true triples are right
+    after = {item.task.relation.external_id + str(item.task.tail_id): item
+             for item in EvaluationItem.objects.filter(evaluation=evaluation).select_related("run", "task__relation")}
+    assert {key: after[key].run_id for key in kept} == kept  # finished runs were kept, not redone
+    again = after[next(k for k in after if k not in kept)]
+    assert again.run_id != hanging.run_id and again.attempts == 2 and again.run.status == Run.Status.SUCCEEDED
+    superseded = Run.objects.get(pk=hanging.run_id)
+    assert superseded.status == Run.Status.CANCELLED and "superseded" in superseded.error
+    assert chat_requests == 5  # four first verifications and one fresh run: nothing else was asked again

@@ -1,0 +1,141 @@
+"""An evaluation from file to figures: tasks and items, runs queued with a concurrency cap, a failed run
+retried once, metrics from the stored runs, report files and the workbench pages.
+
+Runs are executed in this process against a scripted OpenAI-compatible server; queueing through a
+real worker and resuming after a killed one are in test_resume.py.
+"""
+
+from collections import Counter
+
+import pytest
+
+from tests.openai_server import ErrorReply, ScriptedOpenAIServer
+from tests.users import PASSWORD
+from verifier.agent.llm import OpenAICompatibleLLM
+from verifier.evaluation import reports
+from verifier.evaluation.runner import EvaluationError, EvaluationSpec, finish, prepare, refresh_metrics, step
+from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
+from verifier.runner import execute_run
+
+pytestmark = pytest.mark.django_db
+
+DATASET = "\n".join([
+    "Q42\tP27\tQ145\ttrue",  # Douglas Adams — citizen of the UK: answered Correct (right)
+    "Q42\tP19\tQ350\ttrue",  # born in Cambridge: the endpoint fails every time (no answer)
+    "Q42\tP27\tQ142\tfalse",  # citizen of France: answered Correct (wrong)
+    "Q90\tP17\tQ145\tfalse",  # Paris in the UK: unparsable on repeat 0, Incorrect on repeat 1
+]) + "\n"
+
+
+def scripted(body):
+    prompt = body["messages"][-1]["content"]
+    if "place of birth" in prompt:
+        return ErrorReply(500)
+    if "Paris" in prompt:
+        scripted.paris += 1
+        return "I would rather not say." if scripted.paris == 1 else "Final Answer: [Incorrect] Because Paris is in France."
+    return "Final Answer: [Correct] Because that is what I recall."
+
+
+@pytest.fixture
+def dataset(tmp_path, world_kg):
+    path = tmp_path / "world.tsv"
+    path.write_text(DATASET)
+    return path
+
+
+def evaluate_in_process(evaluation, server, *, concurrency):
+    """Drive like the runner does, executing each queued run here instead of on a worker."""
+    llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0, backoff=0.01)
+    retries, rounds = Counter(), []
+    while True:
+        state = step(evaluation, retries, concurrency=concurrency)
+        rounds.append(state)
+        if state.done == state.total:
+            return rounds
+        queued = Run.objects.filter(evaluation_items__evaluation=evaluation, status=Run.Status.QUEUED)
+        assert queued.count() <= concurrency
+        for run in queued:
+            execute_run(run.pk, llm=llm)
+
+
+def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg, client, make_user, tmp_path):
+    scripted.paris = 0
+    spec = EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="zero-shot", repeats=2, concurrency=3,
+                          suite="world-table")
+    evaluation, created = prepare(spec)
+    assert created and evaluation.name == "world-table-world-zero-shot-n4-s0-k2"
+    assert evaluation.items.count() == 8
+    tasks = VerificationTask.objects.filter(evaluation_items__evaluation=evaluation).distinct()
+    assert tasks.count() == 4 and all(t.source.startswith(f"evaluation:{evaluation.name} (world.tsv:") for t in tasks)
+    assert sorted(tasks.values_list("expected_label", flat=True)) == [False, False, True, True]
+
+    with ScriptedOpenAIServer(scripted) as server:
+        rounds = evaluate_in_process(evaluation, server, concurrency=3)
+    assert rounds[0].in_flight == 3  # the cap holds from the first round
+    finish(evaluation, 0.0)
+    evaluation.refresh_from_db()
+
+    # The place-of-birth items failed, got one fresh run each, failed again, and count as wrong.
+    birth = EvaluationItem.objects.filter(evaluation=evaluation, task__relation__external_id="P19")
+    assert [item.attempts for item in birth] == [2, 2] and {item.run.status for item in birth} == {"failed"}
+    assert Run.objects.filter(task=birth[0].task).count() == 4
+    assert set(EvaluationItem.objects.exclude(task__relation__external_id="P19").values_list("attempts", flat=True)) == {1}
+
+    figures = evaluation.metrics
+    # Right: UK ×2, Paris repeat 1 → 3 of 8. Predicted Correct: UK ×2 (true), France ×2 (false).
+    assert evaluation.status == Evaluation.Status.FINISHED and figures["n"] == 8 and figures["pending"] == 0
+    assert figures["accuracy"] == pytest.approx(3 / 8)
+    assert figures["precision"] == pytest.approx(2 / 4) and figures["recall"] == pytest.approx(2 / 4)
+    assert figures["answer_rate"] == pytest.approx(5 / 8) and figures["conditional_accuracy"] == pytest.approx(3 / 5)
+    assert figures["confusion"]["true"] == {"correct": 2, "incorrect": 0, "not_enough_evidence": 0, "no_answer": 2}
+    assert figures["confusion"]["false"] == {"correct": 2, "incorrect": 1, "not_enough_evidence": 0, "no_answer": 1}
+    assert figures["failed_runs"] == 2 and figures["models"] == ["scripted"]
+    # Paris answered differently over its two repeats (H = 1 bit, K = 2 → 0); the other three alike (→ 1).
+    assert figures["reliability"]["mean"] == pytest.approx(3 / 4)
+    assert figures["leakage"] == {"runs_checked": 8, "runs_with_query_triple": 0}
+    assert figures["efficiency"]["turns"] == pytest.approx(6 / 8)  # failed runs stored no thought
+
+    # The same command again finds the evaluation; other parameters under the same name are refused.
+    assert prepare(spec) == (evaluation, False)
+    with pytest.raises(EvaluationError, match="exists with other parameters"):
+        prepare(EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="cot", repeats=2, name=evaluation.name))
+
+    # Files: JSON, the Markdown table in the papers' layout, charts as PNG and SVG.
+    other, _ = prepare(EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="cot", suite="world-table"))
+    written = reports.write_reports([evaluation, other], tmp_path / "out", title="World")
+    names = {path.name for path in written}
+    assert {"results.json", "results.md", "configurations.png", "configurations.svg",
+            f"{evaluation.name}-confusion.svg", f"{evaluation.name}-tools.png", f"{evaluation.name}-relations.svg"} <= names
+    table = (tmp_path / "out" / "results.md").read_text()
+    assert "| | world.tsv Acc | F1 | P | R |" in table and "| Zero-shot | 37.5 | 50.0 | 50.0 | 50.0 |" in table
+    assert (tmp_path / "out" / "charts" / f"{evaluation.name}-confusion.png").read_bytes()[:4] == b"\x89PNG"
+
+    # Pages: viewers read; each verification links to its run.
+    client.login(username=make_user("viewer").username, password=PASSWORD)
+    listing = client.get("/evaluations/")
+    assert listing.status_code == 200 and evaluation.name.encode() in listing.content
+    detail = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    for item in evaluation.items.all():
+        assert f'href="/runs/{item.run_id}/"' in detail
+    assert "37.5" in detail and "No run saw the triple under test" in detail
+    chart = client.get(f"/evaluations/{evaluation.pk}/charts/confusion.svg")
+    assert chart["Content-Type"] == "image/svg+xml" and b"<svg" in chart.content
+    compare = client.get(f"/evaluations/compare/?a={evaluation.pk}&b={other.pk}").content.decode()
+    assert "Zero-shot" in compare and "CoT" in compare and "37.5" in compare
+    suite = client.get("/evaluations/suite/world-table/")
+    assert suite.status_code == 200 and b"configurations.svg" in suite.content
+    client.logout()
+    client.login(username=make_user(None).username, password=PASSWORD)
+    assert client.get(f"/evaluations/{evaluation.pk}/").status_code == 403
+
+
+def test_metrics_follow_the_runs_when_recomputed(dataset, world_kg):
+    scripted.paris = 0
+    evaluation, _ = prepare(EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="zero-shot"))
+    with ScriptedOpenAIServer(scripted) as server:
+        evaluate_in_process(evaluation, server, concurrency=4)
+    before = refresh_metrics(evaluation)["accuracy"]
+    item = evaluation.items.get(task__head__external_id="Q90")  # its unparsable answer, read back as a right one
+    Run.objects.filter(pk=item.run_id).update(verdict="incorrect")
+    assert refresh_metrics(evaluation)["accuracy"] == pytest.approx(before + 1 / 4)

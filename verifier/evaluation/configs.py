@@ -1,0 +1,81 @@
+"""Configurations under evaluation: the agent, its ablations and the baselines of the same model,
+as the AgentConfig dict each run receives and the name the results tables give them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.agent.loop import MODES, AgentConfig
+
+# Ablation name (command line, tables) → the AgentConfig switch it turns off.
+ABLATIONS = {
+    "memory": "use_memory",
+    "planning": "use_planning",
+    "kg-tools": "kg_tools",
+    "external-tools": "external_tools",
+}
+MODE_LABELS = {
+    "agent": "KGV-Agent",
+    "zero-shot": "Zero-shot",
+    "cot": "CoT",
+    "self-consistency": "Self-consistency",
+    "rag": "Standard RAG",
+}
+
+
+@dataclass(frozen=True)
+class Configuration:
+    mode: str
+    ablations: tuple[str, ...] = ()
+
+    @property
+    def slug(self) -> str:
+        return "-".join([self.mode, *(f"no-{a}" for a in self.ablations)])
+
+
+# The rows of the papers' results table, in their order: the agent, one ablation at a time, the baselines.
+SUITE = (
+    Configuration("agent"),
+    *(Configuration("agent", (name,)) for name in ABLATIONS),
+    Configuration("zero-shot"),
+    Configuration("cot"),
+    Configuration("self-consistency"),
+    Configuration("rag"),
+)
+
+
+def parse_ablations(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """``"memory,planning"`` → ("memory", "planning") in the canonical order; ValueError names unknown parts."""
+    if not text:
+        return ()
+    parts = [p.strip() for p in text.split(",")] if isinstance(text, str) else [str(p).strip() for p in text]
+    unknown = [p for p in parts if p and p not in ABLATIONS]
+    if unknown:
+        raise ValueError(f"unknown ablation {', '.join(unknown)}; choose from {', '.join(ABLATIONS)}")
+    return tuple(name for name in ABLATIONS if name in parts)
+
+
+def run_config(mode: str, ablations: tuple[str, ...] = (), *, abstain: bool = False, t_max: int | None = None,
+               samples: int | None = None) -> dict:
+    """The config dict of every run of an evaluation (keys of AgentConfig); validated here."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
+    if ablations and mode != "agent":
+        raise ValueError("ablations switch off parts of the agent; they apply to --mode agent only")
+    config: dict = {"mode": mode, "abstain": abstain}
+    config.update({ABLATIONS[name]: False for name in ablations})
+    if t_max is not None:
+        config["t_max"] = t_max
+    if samples is not None:
+        config["samples"] = samples
+    AgentConfig.from_dict(config)
+    return config
+
+
+def configuration_label(mode: str, ablations, *, abstain: bool = False, samples: int | None = None) -> str:
+    label = MODE_LABELS.get(mode, mode)
+    if mode == "self-consistency":
+        label += f" (k={samples or AgentConfig.samples})"
+    for name in parse_ablations(list(ablations or ())):
+        label += f" − {name.replace('-', ' ')}"
+    return label + (" (abstain)" if abstain else "")

@@ -1,0 +1,224 @@
+"""Benchmarks: a KG plus labelled triples, drawn reproducibly (seeded) from dataset files.
+
+- ``codex-s``: CoDEx-S valid positives and its given hard negatives, as relation-matched pairs (the
+  negatives are dominated by one relation; unmatched, the relation alone would give the label away).
+- ``fb15k-237``: FB15k-237 valid positives, each paired with a type-constrained negative made from it
+  (see verifier/evaluation/sampling.py).
+- a file of triples (CSV or TSV, by ids, labels or aliases, as ``import_tasks`` reads them): with a label
+  column every row must have a label and the rows are sampled as given; without labels the rows are
+  positives and get type-constrained negatives like FB15k-237.
+
+A file with bad rows (wrong column count, unknown or ambiguous terms, bad or missing labels, one triple
+with two labels) is rejected with every bad row and its line number; nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+from verifier.evaluation.sampling import (
+    NegativeSampler,
+    Triple,
+    corrupted_pairs,
+    declared_type_keys,
+    distinct,
+    relation_matched_pairs,
+    relation_signature_keys,
+)
+from verifier.kg.flagged import ResolvedRow, read_flagged, resolve_rows
+from verifier.kg.loader import ImportRejected
+from verifier.kg.sources import Problem
+from verifier.models import Entity, KnowledgeGraph
+from verifier.models import Triple as KGTriple
+
+TYPE_SCHEMES = ("auto", "declared", "signature")
+
+
+class BenchmarkError(ValueError):
+    """The benchmark cannot be built as asked (unknown name, KG not loaded, nothing to draw)."""
+
+
+@dataclass(frozen=True)
+class LabelledTriple:
+    head_id: int  # primary keys of the KG's Entity / Relation rows
+    relation_id: int
+    tail_id: int
+    label: bool
+    origin: str  # where it comes from: "valid.txt:12", "valid.txt:12 with the tail replaced", …
+
+    @property
+    def key(self) -> Triple:
+        return self.head_id, self.relation_id, self.tail_id
+
+
+@dataclass
+class Benchmark:
+    spec: str
+    kg: KnowledgeGraph
+    triples: list[LabelledTriple]
+    notes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Dataset:
+    kg_name: str
+    positives: str  # path relative to KGV_DATA_DIR
+    negatives: str | None = None
+
+
+DATASETS = {
+    "codex-s": _Dataset("codex-s", "codex-s/triples/valid.txt", "codex-s/triples/valid_negatives.txt"),
+    "fb15k-237": _Dataset("fb15k-237", "fb15k-237/valid.txt"),
+}
+
+
+def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None, data_dir: Path | None = None,
+                    types: str = "auto") -> Benchmark:
+    """``n`` labelled triples (half true, half false where the data allows) of the benchmark ``spec``."""
+    if n < 2:
+        raise BenchmarkError("a benchmark needs at least 2 triples (one positive/negative pair)")
+    if types not in TYPE_SCHEMES:
+        raise BenchmarkError(f"unknown type scheme {types!r}; one of {', '.join(TYPE_SCHEMES)}")
+    data_dir = data_dir or settings.KGV_DATA_DIR
+    rng = random.Random(seed)
+    dataset = DATASETS.get(spec)
+    if dataset is not None:
+        kg = _kg(kg_name or dataset.kg_name)
+        positives = _read_rows(kg, data_dir / dataset.positives)
+        if dataset.negatives:
+            negatives = _read_rows(kg, data_dir / dataset.negatives)
+            return _matched(spec, kg, positives, negatives, n, rng)
+        return _sampled(spec, kg, positives, n, rng, types)
+    path = Path(spec)
+    if not path.is_file():
+        raise BenchmarkError(f"unknown benchmark {spec!r}: not one of {', '.join(DATASETS)} and not a file")
+    if not kg_name:
+        raise BenchmarkError("a benchmark file needs --kg: the KG its triples belong to")
+    kg = _kg(kg_name)
+    rows = _read_rows(kg, path, check_labels=True)
+    if all(row.label is None for row in rows):
+        return _sampled(spec, kg, rows, n, rng, types)
+    return _labelled(spec, kg, rows, n, rng)
+
+
+def _kg(name: str) -> KnowledgeGraph:
+    kg = KnowledgeGraph.objects.filter(name=name).first()
+    if kg is None or kg.version == 0:
+        raise BenchmarkError(f"the KG {name!r} is not loaded; run manage.py load_kg first")
+    return kg
+
+
+def _read_rows(kg: KnowledgeGraph, path: Path, *, check_labels: bool = False) -> list[ResolvedRow]:
+    """Every row of ``path`` resolved against ``kg``; any bad row rejects the file (all of them listed).
+    ``check_labels``: labels are optional but all-or-none, and a triple has one label."""
+    if not path.is_file():
+        raise BenchmarkError(f"{path} is missing (KGV_DATA_DIR={settings.KGV_DATA_DIR})")
+    rows, problems = read_flagged(path)
+    resolved, unresolved = resolve_rows(kg, rows, path)
+    problems += unresolved
+    if check_labels and any(row.label is not None for row in rows):
+        problems += [Problem(path, row.line, "no label, while other rows have one") for row in rows if row.label is None]
+        problems += _conflicting_labels(path, resolved)
+    if problems:
+        raise ImportRejected(sorted(problems, key=lambda p: p.line))
+    if not resolved:
+        raise BenchmarkError(f"{path} holds no triples")
+    return resolved
+
+
+def _conflicting_labels(path: Path, rows: list[ResolvedRow]) -> list[Problem]:
+    seen: dict[Triple, ResolvedRow] = {}
+    problems = []
+    for row in rows:
+        key = (row.head_id, row.relation_id, row.tail_id)
+        first = seen.setdefault(key, row)
+        if first.label is not None and row.label is not None and first.label != row.label:
+            problems.append(Problem(path, row.line, f"the same triple is labelled {first.label} on line {first.line}"))
+    return problems
+
+
+def _key(row: ResolvedRow) -> Triple:
+    return row.head_id, row.relation_id, row.tail_id
+
+
+def _origins(rows: list[ResolvedRow], path_name: str) -> dict[Triple, str]:
+    origins: dict[Triple, str] = {}
+    for row in rows:
+        origins.setdefault(_key(row), f"{path_name}:{row.line}")
+    return origins
+
+
+def _kg_triples(kg: KnowledgeGraph) -> set[Triple]:
+    return set(KGTriple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id").iterator(chunk_size=50_000))
+
+
+def _matched(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], negatives: list[ResolvedRow], n: int,
+             rng: random.Random) -> Benchmark:
+    in_kg = _kg_triples(kg)
+    pos_keys = [k for k in distinct(map(_key, positives)) if k not in in_kg]
+    true_keys = set(pos_keys)
+    neg_keys = [k for k in distinct(map(_key, negatives)) if k not in in_kg and k not in true_keys]
+    pairs = relation_matched_pairs(pos_keys, neg_keys, n // 2, rng)
+    pos_origin = _origins(positives, DATASETS[spec].positives.rsplit("/", 1)[-1])
+    neg_origin = _origins(negatives, (DATASETS[spec].negatives or "").rsplit("/", 1)[-1])
+    triples = []
+    for positive, negative in pairs:
+        triples.append(LabelledTriple(*positive, True, pos_origin[positive]))
+        triples.append(LabelledTriple(*negative, False, neg_origin[negative]))
+    notes = {"method": "relation-matched pairs of given positives and negatives", "pairs": len(pairs),
+             "positives_read": len(positives), "negatives_read": len(negatives),
+             "dropped_in_kg": len(distinct(map(_key, positives + negatives))) - len(pos_keys) - len(neg_keys)}
+    return _checked(Benchmark(spec, kg, triples, notes), n)
+
+
+def type_keys(kg: KnowledgeGraph, scheme: str, kg_triples: set[Triple]) -> tuple[dict, str]:
+    """(entity pk → fine-grained type, the scheme used): declared types when the KG has them ("auto")."""
+    if scheme == "auto":
+        scheme = "declared" if Entity.objects.filter(kg=kg).exclude(types=[]).exists() else "signature"
+    if scheme == "declared":
+        return declared_type_keys(dict(Entity.objects.filter(kg=kg).values_list("id", "types"))), scheme
+    return relation_signature_keys(kg_triples), scheme
+
+
+def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int, rng: random.Random,
+             types: str) -> Benchmark:
+    in_kg = _kg_triples(kg)
+    keys, scheme = type_keys(kg, types, in_kg)
+    external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
+    known_true = {_key(row) for row in positives}
+    sampler = NegativeSampler(keys, in_kg | known_true, sort_key=external.__getitem__)
+    pool = [k for k in distinct(map(_key, positives)) if k not in in_kg]
+    drawn, skipped = corrupted_pairs(pool, n // 2, sampler, rng)
+    origin = _origins(positives, Path(spec).name if spec not in DATASETS else DATASETS[spec].positives.rsplit("/", 1)[-1])
+    triples = []
+    for positive, negative in drawn:
+        triples.append(LabelledTriple(*positive, True, origin[positive]))
+        triples.append(LabelledTriple(*negative.triple, False, f"{origin[positive]} with the {negative.replaced} replaced"))
+    notes = {"method": "type-constrained negatives (head or tail replaced by an entity of the same type)",
+             "type_scheme": scheme, "pairs": len(drawn), "positives_read": len(positives),
+             "positives_in_kg": len(distinct(map(_key, positives))) - len(pool), "positives_without_same_type_replacement": skipped,
+             "typed_entities": sum(1 for e in keys if sampler.replaceable(e)), "entities": len(external)}
+    return _checked(Benchmark(spec, kg, triples, notes), n)
+
+
+def _labelled(spec: str, kg: KnowledgeGraph, rows: list[ResolvedRow], n: int, rng: random.Random) -> Benchmark:
+    unique = {_key(row): row for row in reversed(rows)}  # first occurrence wins
+    ordered = [unique[k] for k in distinct(map(_key, rows))]
+    chosen = sorted(rng.sample(range(len(ordered)), min(n, len(ordered))))
+    name = Path(spec).name
+    triples = [LabelledTriple(*_key(ordered[i]), bool(ordered[i].label), f"{name}:{ordered[i].line}") for i in chosen]
+    notes = {"method": "labelled triples as given, sampled", "rows_read": len(rows), "distinct": len(ordered)}
+    return _checked(Benchmark(spec, kg, triples, notes), n)
+
+
+def _checked(benchmark: Benchmark, n: int) -> Benchmark:
+    if not benchmark.triples:
+        raise BenchmarkError(f"no labelled triple could be drawn from {benchmark.spec} ({benchmark.notes})")
+    benchmark.notes["requested"] = n
+    benchmark.notes["drawn"] = len(benchmark.triples)
+    benchmark.notes["positives"] = sum(t.label for t in benchmark.triples)
+    return benchmark

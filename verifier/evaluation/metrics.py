@@ -1,0 +1,154 @@
+"""The figures of an evaluation, computed exactly from one outcome per (triple, repeat).
+
+Plain Python, no Django, so every figure can be checked by hand:
+
+- accuracy, precision, recall, F1 with True as the positive class. A prediction is "positive" only
+  when the verdict is Correct; an abstention ("Not enough evidence"), an unparsable answer and a failed
+  run are all wrong. An empty denominator gives 0 (no positive prediction → precision 0).
+- answer rate = share of outcomes with a Correct/Incorrect verdict; conditional accuracy = accuracy
+  over those (None when nothing was answered). Both matter when abstention is allowed.
+- reliability over K repeats: per triple, H = entropy (bits) of the distribution of its K answers
+  (Correct, Incorrect, Not enough evidence, no answer), reliability = 1 − H / log2 K; averaged over
+  triples. 1 means every repeat answered alike. None with a single repeat.
+- accuracy per relation; averages per verification of turns (model turns: ReAct thoughts including
+  the mandatory judgment, and baseline answers), tool calls, tokens, cost and latency; each tool's
+  share of all tool calls; and how many runs saw the triple under test as a KG edge (must be 0).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+CORRECT, INCORRECT, ABSTAIN = "correct", "incorrect", "not_enough_evidence"
+NO_ANSWER = "no_answer"  # an unparsable answer or a failed run
+ANSWER_CLASSES = (CORRECT, INCORRECT, ABSTAIN, NO_ANSWER)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One verification of one labelled triple (one repeat)."""
+
+    triple: Hashable
+    relation: str
+    expected: bool
+    verdict: str | None  # correct / incorrect / not_enough_evidence; None: no readable answer
+    failed: bool = False  # the run itself failed (no answer at all)
+    turns: int = 0
+    tool_calls: Mapping[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    leaked: bool = False  # the triple under test appeared as a KG edge in an observation
+
+    @property
+    def answer(self) -> str:
+        return self.verdict if self.verdict in (CORRECT, INCORRECT, ABSTAIN) else NO_ANSWER
+
+    @property
+    def right(self) -> bool:
+        return self.answer == (CORRECT if self.expected else INCORRECT)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def confusion(outcomes: Iterable[Outcome]) -> dict[str, dict[str, int]]:
+    """Counts by gold label ("true"/"false") and answer class."""
+    table = {gold: dict.fromkeys(ANSWER_CLASSES, 0) for gold in ("true", "false")}
+    for outcome in outcomes:
+        table["true" if outcome.expected else "false"][outcome.answer] += 1
+    return table
+
+
+def classification(outcomes: list[Outcome]) -> dict:
+    table = confusion(outcomes)
+    tp, fn_answered = table["true"][CORRECT], table["true"][INCORRECT]
+    fp, tn = table["false"][CORRECT], table["false"][INCORRECT]
+    n = len(outcomes)
+    positives = sum(table["true"].values())
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, positives)
+    answered = tp + fn_answered + fp + tn
+    return {
+        "n": n,
+        "positives": positives,
+        "negatives": n - positives,
+        "confusion": table,
+        "accuracy": _ratio(tp + tn, n),
+        "precision": precision,
+        "recall": recall,
+        "f1": _ratio(2 * precision * recall, precision + recall),
+        "answer_rate": _ratio(answered, n),
+        "conditional_accuracy": (tp + tn) / answered if answered else None,
+        "abstained": table["true"][ABSTAIN] + table["false"][ABSTAIN],
+        "no_answer": table["true"][NO_ANSWER] + table["false"][NO_ANSWER],
+        "failed_runs": sum(1 for o in outcomes if o.failed),
+    }
+
+
+def entropy(counts: Iterable[int]) -> float:
+    """Shannon entropy in bits of a distribution given by counts."""
+    values = [c for c in counts if c > 0]
+    total = sum(values)
+    return -sum((c / total) * math.log2(c / total) for c in values) if total else 0.0
+
+
+def reliability(outcomes: Iterable[Outcome]) -> dict | None:
+    """Mean over triples of 1 − H/log2 K (K = the triple's number of repeats); None without repeats."""
+    answers: dict[Hashable, list[str]] = defaultdict(list)
+    for outcome in outcomes:
+        answers[outcome.triple].append(outcome.answer)
+    scores = [1 - entropy(Counter(given).values()) / math.log2(len(given)) for given in answers.values() if len(given) > 1]
+    if not scores:
+        return None
+    return {"mean": statistics.fmean(scores), "triples": len(scores),
+            "fully_consistent": sum(1 for s in scores if math.isclose(s, 1.0))}
+
+
+def per_relation(outcomes: Iterable[Outcome]) -> list[dict]:
+    """Accuracy per relation, most frequent relation first."""
+    totals: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for outcome in outcomes:
+        totals[outcome.relation] += 1
+        right[outcome.relation] += outcome.right
+    ordered = sorted(totals, key=lambda r: (-totals[r], r))
+    return [{"relation": r, "n": totals[r], "right": right[r], "accuracy": right[r] / totals[r]} for r in ordered]
+
+
+def efficiency(outcomes: list[Outcome]) -> dict:
+    n = len(outcomes)
+    calls: Counter[str] = Counter()
+    for outcome in outcomes:
+        calls.update(outcome.tool_calls)
+    total_calls = sum(calls.values())
+    latencies = [o.latency_s for o in outcomes]
+    return {
+        "turns": _ratio(sum(o.turns for o in outcomes), n),
+        "tool_calls": _ratio(total_calls, n),
+        "tool_usage": {tool: {"calls": count, "share": count / total_calls} for tool, count in calls.most_common()},
+        "prompt_tokens": _ratio(sum(o.prompt_tokens for o in outcomes), n),
+        "completion_tokens": _ratio(sum(o.completion_tokens for o in outcomes), n),
+        "cost_usd": _ratio(sum(o.cost_usd for o in outcomes), n),
+        "total_cost_usd": sum(o.cost_usd for o in outcomes),
+        "latency_s": _ratio(sum(latencies), n),
+        "median_latency_s": statistics.median(latencies) if latencies else 0.0,
+    }
+
+
+def compute(outcomes: list[Outcome]) -> dict:
+    """Every figure of the module docstring for ``outcomes`` (one per finished triple/repeat)."""
+    return {
+        **classification(outcomes),
+        "triples": len({o.triple for o in outcomes}),
+        "reliability": reliability(outcomes),
+        "per_relation": per_relation(outcomes),
+        "efficiency": efficiency(outcomes),
+        "leakage": {"runs_checked": len(outcomes), "runs_with_query_triple": sum(o.leaked for o in outcomes)},
+    }

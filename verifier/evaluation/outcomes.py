@@ -1,0 +1,116 @@
+"""From the stored runs of an evaluation to metric outcomes, and the anti-leakage proof from run logs.
+
+Everything is read back from what the runs recorded (steps, support items, tokens, timestamps), so
+the figures describe the investigations a curator can open, not numbers kept on the side.
+
+Anti-leakage: the tools must never show the triple under test (or its reverse reading) as a KG edge.
+Each run is checked twice over its log: the structured support items (triples and path edges, by
+ids) and the text of every observation (the edge written as the tools write KG facts).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import Count
+
+from verifier.evaluation.metrics import Outcome
+from verifier.kg.base import Edge, KGPath, PathStep, Ref
+from verifier.models import Evaluation, EvaluationItem, Run, Step, SupportItem
+from verifier.tools import render
+from verifier.tools.base import QueryTriple
+
+FINISHED = (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED)
+
+
+def query_of(item: EvaluationItem) -> QueryTriple:
+    task = item.task
+    return QueryTriple(task.head.external_id, task.relation.external_id, task.tail.external_id,
+                       task.head.label, task.relation.label, task.tail.label)
+
+
+def edge_texts(query: QueryTriple) -> list[str]:
+    """Every way an observation writes the query triple (either reading) as a KG edge or path hop."""
+    texts = []
+    head, relation, tail = Ref(query.head, query.head_label), Ref(query.relation, query.relation_label), Ref(query.tail, query.tail_label)
+    for edge in (Edge(head, relation, tail), Edge(tail, relation, head)):
+        texts += [render.triple(edge), render.edge_from(edge.head.id, edge), render.edge_from(edge.tail.id, edge),
+                  render.path(KGPath((PathStep(edge, False),)))]
+    return list(dict.fromkeys(texts))
+
+
+def item_leaks(query: QueryTriple, payloads: Iterable[dict], observations: Iterable[str]) -> bool:
+    """True when a support item or an observation of the run holds the query triple as a KG edge."""
+    leaking = query.leaking_edges
+    for payload in payloads:
+        edges = payload.get("edges") or [[payload.get("head"), payload.get("relation"), payload.get("tail")]]
+        if any(tuple(edge) in leaking for edge in edges if len(edge) == 3):
+            return True
+    texts = edge_texts(query)
+    return any(text in observation for observation in observations for text in texts)
+
+
+def latest_items(evaluation: Evaluation):
+    return (EvaluationItem.objects.filter(evaluation=evaluation)
+            .select_related("run", "task__head", "task__relation", "task__tail").order_by("position", "repeat"))
+
+
+def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
+    """(outcomes of the items whose run has finished, number of items still without a finished run)."""
+    items = list(latest_items(evaluation))
+    done = [item for item in items if item.run is not None and item.run.status in FINISHED]
+    run_ids = [item.run_id for item in done]
+    turns, calls = _step_counts(run_ids)
+    payloads, observations = _evidence(run_ids)
+    outcomes = []
+    for item in done:
+        run = item.run
+        succeeded = run.status == Run.Status.SUCCEEDED
+        relation = item.task.relation
+        outcomes.append(Outcome(
+            triple=item.task_id,
+            relation=f"{relation.label} ({relation.external_id})" if relation.label != relation.external_id else relation.external_id,
+            expected=item.expected_label,
+            verdict=(run.verdict or None) if succeeded else None,
+            failed=not succeeded,
+            turns=turns.get(run.pk, 0),
+            tool_calls=calls.get(run.pk, {}),
+            prompt_tokens=run.prompt_tokens,
+            completion_tokens=run.completion_tokens,
+            cost_usd=float(run.cost_usd),
+            latency_s=_latency(run),
+            leaked=item_leaks(query_of(item), payloads.get(run.pk, []), observations.get(run.pk, [])),
+        ))
+    return outcomes, len(items) - len(done)
+
+
+def _latency(run: Run) -> float:
+    if run.started_at and run.finished_at:
+        return (run.finished_at - run.started_at).total_seconds()
+    return 0.0
+
+
+def _step_counts(run_ids: list[int]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
+    turns: dict[int, int] = defaultdict(int)
+    calls: dict[int, dict[str, int]] = defaultdict(dict)
+    rows = (Step.objects.filter(run_id__in=run_ids, kind__in=[Step.Kind.THOUGHT, Step.Kind.ACTION])
+            .values("run_id", "kind", "tool").annotate(n=Count("id")))
+    for row in rows:
+        if row["kind"] == Step.Kind.THOUGHT:
+            turns[row["run_id"]] += row["n"]
+        else:
+            calls[row["run_id"]][row["tool"]] = row["n"]
+    return turns, calls
+
+
+def _evidence(run_ids: list[int]) -> tuple[dict[int, list[dict]], dict[int, list[str]]]:
+    payloads: dict[int, list[dict]] = defaultdict(list)
+    for run_id, payload in (SupportItem.objects.filter(run_id__in=run_ids, kind__in=[SupportItem.Kind.TRIPLE, SupportItem.Kind.PATH])
+                            .values_list("run_id", "payload").iterator(chunk_size=5000)):
+        payloads[run_id].append(payload)
+    observations: dict[int, list[str]] = defaultdict(list)
+    for run_id, content in (Step.objects.filter(run_id__in=run_ids, kind=Step.Kind.OBSERVATION)
+                            .values_list("run_id", "content").iterator(chunk_size=5000)):
+        observations[run_id].append(content)
+    return payloads, observations

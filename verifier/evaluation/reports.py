@@ -1,0 +1,225 @@
+"""Evaluation reports: the JSON record, Markdown tables in the papers' layout, side-by-side comparison,
+and the files (JSON, Markdown, PNG/SVG charts) written for one evaluation or a suite of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from django.urls import NoReverseMatch, reverse
+
+from verifier.evaluation import charts, metrics, outcomes
+from verifier.evaluation.configs import SUITE, configuration_label
+from verifier.evaluation.datasets import DATASETS
+from verifier.models import Evaluation
+
+# (key in the metrics, heading, kind) — the comparison rows and the efficiency table's columns.
+COMPARED = (
+    ("accuracy", "Accuracy", "pct"), ("precision", "Precision", "pct"), ("recall", "Recall", "pct"), ("f1", "F1", "pct"),
+    ("answer_rate", "Answer rate", "pct"), ("conditional_accuracy", "Conditional accuracy", "pct"),
+    ("reliability", "Reliability", "ratio"), ("efficiency.turns", "Turns / triple", "num"),
+    ("efficiency.tool_calls", "Tool calls / triple", "num"), ("efficiency.prompt_tokens", "Input tokens / triple", "int"),
+    ("efficiency.completion_tokens", "Output tokens / triple", "int"), ("efficiency.cost_usd", "Cost / triple (USD)", "usd"),
+    ("efficiency.latency_s", "Latency / triple (s)", "num"), ("leakage.runs_with_query_triple", "Runs that saw the query triple", "int"),
+)
+
+
+def run_href(run_id: int) -> str:
+    try:
+        return reverse("run-detail", args=[run_id])
+    except NoReverseMatch:
+        return f"/runs/{run_id}/"
+
+
+def benchmark_title(evaluation: Evaluation) -> str:
+    if evaluation.benchmark in DATASETS:
+        return evaluation.kg.title or evaluation.benchmark
+    return Path(evaluation.benchmark).name
+
+
+def current_metrics(evaluation: Evaluation) -> dict:
+    """The stored figures of a finished evaluation; computed from the runs so far otherwise."""
+    if evaluation.status == Evaluation.Status.FINISHED and evaluation.metrics.get("n") is not None:
+        return evaluation.metrics
+    found, pending = outcomes.collect(evaluation)
+    return {**metrics.compute(found), "pending": pending, "repeats": evaluation.repeats}
+
+
+def value(figures: dict, key: str):
+    for part in key.split("."):
+        figures = figures.get(part) if isinstance(figures, dict) else None
+    if isinstance(figures, dict):  # reliability: {"mean": …}
+        figures = figures.get("mean")
+    return figures
+
+
+def fmt(number, kind: str = "pct") -> str:
+    if number is None:
+        return "–"
+    return {"pct": f"{number * 100:.1f}", "ratio": f"{number:.3f}", "num": f"{number:.2f}", "int": f"{number:,.0f}",
+            "usd": f"{number:.4f}"}[kind]
+
+
+def signed(delta, kind: str) -> str:
+    if delta is None:
+        return "–"
+    return {"pct": f"{delta * 100:+.1f}", "ratio": f"{delta:+.3f}", "num": f"{delta:+.2f}", "int": f"{delta:+,.0f}",
+            "usd": f"{delta:+.4f}"}[kind]
+
+
+def items(evaluation: Evaluation) -> list[dict]:
+    rows = []
+    for item in outcomes.latest_items(evaluation):
+        task, run = item.task, item.run
+        rows.append({
+            "position": item.position, "repeat": item.repeat, "task": task.pk,
+            "head": task.head.external_id, "relation": task.relation.external_id, "tail": task.tail.external_id,
+            "triple": f"{task.head.label} — {task.relation.label} — {task.tail.label}",
+            "expected": item.expected_label, "attempts": item.attempts,
+            "run": run.pk if run else None, "href": run_href(run.pk) if run else "",
+            "status": run.status if run else "", "verdict": run.verdict if run else "",
+            "right": bool(run and run.verdict == ("correct" if item.expected_label else "incorrect")),
+        })
+    return rows
+
+
+def summary(evaluation: Evaluation, *, with_items: bool = True) -> dict:
+    record = {
+        "id": evaluation.pk, "name": evaluation.name, "suite": evaluation.suite, "configuration": evaluation.label,
+        "benchmark": evaluation.benchmark, "benchmark_title": benchmark_title(evaluation), "kg": evaluation.kg.name,
+        "sample_size": evaluation.sample_size, "seed": evaluation.seed, "mode": evaluation.mode,
+        "ablations": evaluation.ablations, "repeats": evaluation.repeats, "config": evaluation.config,
+        "dataset": evaluation.dataset, "status": evaluation.status, "metrics": current_metrics(evaluation),
+        "created_at": evaluation.created_at.isoformat(),
+        "finished_at": evaluation.finished_at.isoformat() if evaluation.finished_at else None,
+    }
+    if with_items:
+        record["items"] = items(evaluation)
+    return record
+
+
+def table_cells(evaluations: Sequence[Evaluation]) -> tuple[list[str], list[str], dict]:
+    """(benchmarks in order of appearance, configuration labels in the papers' order, cell lookup)."""
+    suite_order = [configuration_label(c.mode, c.ablations) for c in SUITE]
+    benchmarks: list[str] = []
+    labels: list[str] = []
+    cells = {}
+    for evaluation in evaluations:
+        benchmark, label = benchmark_title(evaluation), evaluation.label
+        benchmarks += [benchmark] if benchmark not in benchmarks else []
+        labels += [label] if label not in labels else []
+        cells[(label, benchmark)] = current_metrics(evaluation)
+    first_seen = {label: index for index, label in enumerate(labels)}
+    labels.sort(key=lambda lab: (suite_order.index(lab) if lab in suite_order else len(suite_order), first_seen[lab]))
+    return benchmarks, labels, cells
+
+
+def results_table(evaluations: Sequence[Evaluation]) -> str:
+    """Accuracy, F1, precision, recall per configuration (rows) and benchmark (column groups), in %."""
+    benchmarks, labels, cells = table_cells(evaluations)
+    header = "| |" + "".join(f" {b} Acc | F1 | P | R |" for b in benchmarks)
+    lines = [header, "|---|" + "---|---|---|---|" * len(benchmarks)]
+    for label in labels:
+        row = f"| {label} |"
+        for benchmark in benchmarks:
+            figures = cells.get((label, benchmark))
+            row += "".join(f" {fmt(figures.get(k)) if figures else ''} |" for k in ("accuracy", "f1", "precision", "recall"))
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def efficiency_table(evaluations: Sequence[Evaluation]) -> str:
+    columns = [c for c in COMPARED if c[0].startswith(("efficiency", "leakage")) or c[0] in ("answer_rate", "reliability")]
+    lines = ["| configuration | benchmark | n |" + "".join(f" {heading} |" for _, heading, _ in columns),
+             "|---|---|---|" + "---|" * len(columns)]
+    benchmarks, labels, cells = table_cells(evaluations)
+    for label in labels:
+        for benchmark in benchmarks:
+            figures = cells.get((label, benchmark))
+            if figures:
+                lines.append(f"| {label} | {benchmark} | {figures['n']} |"
+                             + "".join(f" {fmt(value(figures, key), kind)} |" for key, _, kind in columns))
+    return "\n".join(lines)
+
+
+def evaluation_markdown(evaluation: Evaluation) -> str:
+    figures = current_metrics(evaluation)
+    lines = [f"## {evaluation.label} on {benchmark_title(evaluation)} (`{evaluation.name}`)", "",
+             f"{figures['n']} verifications of {figures['triples']} triples ({figures['positives']} true), "
+             f"{evaluation.repeats} repeat(s), seed {evaluation.seed}; model {', '.join(figures.get('models') or []) or '?'}; "
+             f"status {evaluation.status}.", "",
+             "| gold \\ verdict | Correct | Incorrect | Not enough evidence | No answer |", "|---|---|---|---|---|"]
+    for gold in ("true", "false"):
+        counts = figures["confusion"][gold]
+        lines.append(f"| {gold} | " + " | ".join(str(counts[a]) for a in metrics.ANSWER_CLASSES) + " |")
+    lines += ["", "| relation | n | accuracy (%) |", "|---|---|---|"]
+    lines += [f"| {r['relation']} | {r['n']} | {fmt(r['accuracy'])} |" for r in figures["per_relation"]]
+    usage = figures["efficiency"]["tool_usage"]
+    if usage:
+        lines += ["", "| tool | calls | share (%) |", "|---|---|---|"]
+        lines += [f"| {tool} | {u['calls']} | {fmt(u['share'])} |" for tool, u in usage.items()]
+    return "\n".join(lines)
+
+
+def comparison(a: Evaluation, b: Evaluation) -> dict:
+    """Figures side by side (b − a) and, over the triples both verified, who got which right."""
+    fa, fb = current_metrics(a), current_metrics(b)
+    rows = []
+    for key, heading, kind in COMPARED:
+        va, vb = value(fa, key), value(fb, key)
+        delta = vb - va if isinstance(va, int | float) and isinstance(vb, int | float) else None
+        rows.append({"key": key, "heading": heading, "a": fmt(va, kind), "b": fmt(vb, kind),
+                     "delta": signed(delta, kind)})
+    right_a = {(i["task"], i["repeat"]): i["right"] for i in items(a) if i["status"]}
+    right_b = {(i["task"], i["repeat"]): i["right"] for i in items(b) if i["status"]}
+    shared = right_a.keys() & right_b.keys()
+    triples = {"shared": len(shared),
+               "both_right": sum(1 for k in shared if right_a[k] and right_b[k]),
+               "only_a": sum(1 for k in shared if right_a[k] and not right_b[k]),
+               "only_b": sum(1 for k in shared if right_b[k] and not right_a[k]),
+               "both_wrong": sum(1 for k in shared if not right_a[k] and not right_b[k])}
+    return {"rows": rows, "triples": triples}
+
+
+def comparison_markdown(a: Evaluation, b: Evaluation) -> str:
+    data = comparison(a, b)
+    lines = [f"| | A: {a.label} ({a.name}) | B: {b.label} ({b.name}) | B − A |", "|---|---|---|---|"]
+    lines += [f"| {r['heading']} | {r['a']} | {r['b']} | {r['delta']} |" for r in data["rows"]]
+    t = data["triples"]
+    lines += ["", f"On the {t['shared']} verifications both made: both right {t['both_right']}, only A right {t['only_a']}, "
+                  f"only B right {t['only_b']}, both wrong {t['both_wrong']}."]
+    return "\n".join(lines)
+
+
+def write_reports(evaluations: Sequence[Evaluation], out: Path, *, title: str) -> list[Path]:
+    """results.json, results.md and the charts of ``evaluations`` (a suite, or just one) under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    records = [summary(e) for e in evaluations]
+    (out / "results.json").write_text(json.dumps({"title": title, "evaluations": records}, indent=2, default=str))
+    written.append(out / "results.json")
+    sections = [f"# {title}", "", results_table(evaluations), "", efficiency_table(evaluations), ""]
+    for evaluation, record in zip(evaluations, records, strict=True):
+        sections += [evaluation_markdown(evaluation), ""]
+        stem = out / "charts" / evaluation.name
+        figures = record["metrics"]
+        heading = f"{evaluation.label} — {benchmark_title(evaluation)}"
+        written += charts.save(charts.confusion_matrix(figures, heading), Path(f"{stem}-confusion"))
+        written += charts.save(charts.tool_usage(figures, f"Tool usage — {heading}"), Path(f"{stem}-tools"))
+        written += charts.save(charts.relation_accuracy(figures, f"Accuracy per relation — {heading}"), Path(f"{stem}-relations"))
+    if len(evaluations) > 1:
+        written += charts.save(charts.configuration_bars(configuration_groups(evaluations)), out / "charts" / "configurations")
+    (out / "results.md").write_text("\n".join(sections))
+    written.append(out / "results.md")
+    return written
+
+
+def configuration_groups(evaluations: Sequence[Evaluation]) -> dict[str, list[tuple[str, dict]]]:
+    benchmarks, labels, cells = table_cells(evaluations)
+    return {b: [(label, cells[(label, b)]) for label in labels if (label, b) in cells] for b in benchmarks}
+
+
+def suite_evaluations(suite: str) -> list[Evaluation]:
+    return list(Evaluation.objects.filter(suite=suite).select_related("kg").order_by("created_at", "id"))
+

@@ -1,0 +1,275 @@
+"""Creating, driving and resuming evaluations.
+
+An evaluation is created once from its parameters (the benchmark is drawn, its triples become
+verification tasks tagged ``evaluation:<name>``, one item per triple and repeat). Driving it keeps at
+most ``concurrency`` of its runs in flight on the Celery workers and waits for them; the command that
+created it can die at any moment. Driving it again (``--resume``, or the same command again) queues
+only what has no finished run:
+
+- an item whose run succeeded is kept as it is;
+- an item whose run failed (the LLM was down, the worker died and the run was closed as failed) or was
+  cancelled gets a fresh run; within one session a failure is retried once, then counted as wrong;
+- an item whose run is still queued or running from an earlier session is kept if a live worker holds
+  it, otherwise it is superseded (cancelled, noted) and gets a fresh run.
+
+Only one process drives an evaluation at a time: each writes a heartbeat, and a fresh heartbeat from
+another process makes a second driver stop with a message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import slugify
+from tqdm import tqdm
+
+from verifier.evaluation import metrics, outcomes
+from verifier.evaluation.configs import Configuration, run_config
+from verifier.evaluation.datasets import Benchmark, build_benchmark
+from verifier.evaluation.workers import runs_held_by_workers
+from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
+from verifier.services import cancel_run, record_audit, start_run
+
+HEARTBEAT_STALE = timedelta(seconds=10)
+IN_FLIGHT = (Run.Status.QUEUED, Run.Status.RUNNING)
+RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
+SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
+
+
+class EvaluationError(ValueError):
+    """The evaluation cannot be created or driven as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class EvaluationSpec:
+    benchmark: str
+    n: int
+    seed: int = 0
+    mode: str = "agent"
+    ablations: tuple[str, ...] = ()
+    repeats: int = 1
+    concurrency: int = 1
+    abstain: bool = False
+    t_max: int | None = None
+    samples: int | None = None
+    kg_name: str | None = None
+    types: str = "auto"
+    name: str | None = None
+    suite: str = ""
+
+    @property
+    def config(self) -> dict:
+        return run_config(self.mode, self.ablations, abstain=self.abstain, t_max=self.t_max, samples=self.samples)
+
+    @property
+    def resolved_name(self) -> str:
+        if self.name:
+            return slugify(self.name)
+        stem = self.benchmark if "/" not in self.benchmark and "." not in self.benchmark else Path(self.benchmark).stem
+        parts = [self.suite, stem, Configuration(self.mode, self.ablations).slug, f"n{self.n}", f"s{self.seed}"]
+        if self.repeats > 1:
+            parts.append(f"k{self.repeats}")
+        if self.abstain:
+            parts.append("abstain")
+        return slugify("-".join(p for p in parts if p))
+
+
+def _same_parameters(evaluation: Evaluation, spec: EvaluationSpec) -> list[str]:
+    wanted = {"benchmark": spec.benchmark, "sample_size": spec.n, "seed": spec.seed, "mode": spec.mode,
+              "ablations": list(spec.ablations), "repeats": spec.repeats, "config": spec.config}
+    return [f"{field}: {getattr(evaluation, field)!r} ≠ {value!r}" for field, value in wanted.items()
+            if getattr(evaluation, field) != value]
+
+
+def prepare(spec: EvaluationSpec, *, actor=None) -> tuple[Evaluation, bool]:
+    """The evaluation named by ``spec`` — the existing one (to be resumed) or a new one. (evaluation, created)"""
+    name = spec.resolved_name
+    existing = Evaluation.objects.filter(name=name).first()
+    if existing is not None:
+        differences = _same_parameters(existing, spec)
+        if differences:
+            raise EvaluationError(f"an evaluation named {name!r} exists with other parameters ({'; '.join(differences)}); "
+                                  f"choose another --name, or --resume {existing.pk}")
+        return existing, False
+    if spec.repeats < 1 or spec.concurrency < 1:
+        raise EvaluationError("--repeats and --concurrency must be at least 1")
+    try:
+        config = spec.config
+    except ValueError as exc:
+        raise EvaluationError(str(exc)) from None
+    benchmark = build_benchmark(spec.benchmark, n=spec.n, seed=spec.seed, kg_name=spec.kg_name, types=spec.types)
+    return create(name, spec, benchmark, config, actor=actor), True
+
+
+def create(name: str, spec: EvaluationSpec, benchmark: Benchmark, config: dict, *, actor=None) -> Evaluation:
+    """Store the evaluation, its tasks (existing tasks of the same triples are reused) and its items."""
+    source = f"evaluation:{name}"
+    with transaction.atomic():
+        evaluation = Evaluation.objects.create(
+            name=name, suite=spec.suite, kg=benchmark.kg, benchmark=spec.benchmark, sample_size=spec.n, seed=spec.seed,
+            mode=spec.mode, ablations=list(spec.ablations), repeats=spec.repeats, concurrency=spec.concurrency,
+            config=config, dataset=benchmark.notes, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        VerificationTask.objects.bulk_create([
+            VerificationTask(kg=benchmark.kg, head_id=t.head_id, relation_id=t.relation_id, tail_id=t.tail_id,
+                             expected_label=t.label, source=f"{source} ({t.origin})"[:500])
+            for t in benchmark.triples
+        ], ignore_conflicts=True, batch_size=2000)
+        tasks = _tasks_by_triple(benchmark)
+        for label in (True, False):  # tasks queued earlier without a gold label get the benchmark's
+            VerificationTask.objects.filter(pk__in=[tasks[t.key] for t in benchmark.triples if t.label is label],
+                                            expected_label__isnull=True).update(expected_label=label)
+        EvaluationItem.objects.bulk_create([
+            EvaluationItem(evaluation=evaluation, task_id=tasks[t.key], repeat=repeat, expected_label=t.label, position=position)
+            for position, t in enumerate(benchmark.triples) for repeat in range(spec.repeats)
+        ], batch_size=2000)
+        record_audit(actor=actor, action="evaluation.create", obj=evaluation,
+                     after={"benchmark": spec.benchmark, "n": len(benchmark.triples), "config": config, "repeats": spec.repeats})
+    return evaluation
+
+
+def _tasks_by_triple(benchmark: Benchmark) -> dict[tuple[int, int, int], int]:
+    heads = {t.head_id for t in benchmark.triples}
+    rows = VerificationTask.objects.filter(kg=benchmark.kg, head_id__in=heads).values_list("pk", "head_id", "relation_id", "tail_id")
+    return {(h, r, t): pk for pk, h, r, t in rows}
+
+
+# ---------------------------------------------------------------------------------------------- driving
+
+
+def _claim(evaluation: Evaluation, force: bool) -> None:
+    with transaction.atomic():
+        locked = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+        now = timezone.now()
+        fresh = locked.heartbeat_at is not None and now - locked.heartbeat_at < HEARTBEAT_STALE
+        if locked.status == Evaluation.Status.RUNNING and fresh and not force:
+            raise EvaluationError(f"evaluation {locked.name} (#{locked.pk}) is being driven by another process "
+                                  f"(heartbeat {int((now - locked.heartbeat_at).total_seconds())} s ago); wait for it, "
+                                  f"or stop it and resume after {int(HEARTBEAT_STALE.total_seconds())} s")
+        locked.status, locked.heartbeat_at = Evaluation.Status.RUNNING, now
+        locked.started_at = locked.started_at or now
+        locked.save(update_fields=["status", "heartbeat_at", "started_at"])
+    evaluation.refresh_from_db()
+
+
+def supersede_orphans(evaluation: Evaluation, held: set[int] | None = None) -> int:
+    """Cancel the evaluation's queued/running runs that no live worker holds (left by a dead driver or
+    worker); their items get fresh runs. Returns how many were superseded."""
+    orphans = [item.run for item in EvaluationItem.objects.filter(evaluation=evaluation, run__status__in=IN_FLIGHT).select_related("run")]
+    if not orphans:
+        return 0
+    held = runs_held_by_workers() if held is None else held
+    superseded = 0
+    for run in orphans:
+        if run.pk in held:
+            continue
+        if cancel_run(run=run):
+            Run.objects.filter(pk=run.pk).update(error=SUPERSEDED_NOTE.format(name=evaluation.name))
+            superseded += 1
+    return superseded
+
+
+def _start(evaluation: Evaluation, item: EvaluationItem) -> None:
+    with transaction.atomic():
+        run = start_run(task=item.task, config=evaluation.config, actor=evaluation.created_by)
+        EvaluationItem.objects.filter(pk=item.pk).update(run=run, attempts=F("attempts") + 1)
+
+
+@dataclass
+class Progress:
+    total: int
+    done: int
+    in_flight: int
+    right: int
+    failed: int
+
+    def postfix(self) -> str:
+        accuracy = f"{self.right / self.done:.1%}" if self.done else "–"
+        return f"acc {accuracy}, running {self.in_flight}, failed {self.failed}"
+
+
+def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retries: int = 1) -> Progress:
+    """One round: queue runs for items that need one (up to ``concurrency`` in flight), report progress."""
+    items = list(EvaluationItem.objects.filter(evaluation=evaluation).select_related("run", "task").order_by("position", "repeat"))
+    in_flight, needs_run, finished = [], [], []
+    for item in items:
+        if item.run is not None and item.run.status in IN_FLIGHT:
+            in_flight.append(item)
+        elif item.run is None or (item.run.status in RETRIED and retries[item.pk] < max_retries):
+            needs_run.append(item)
+        else:
+            finished.append(item)
+    starting = needs_run[:max(0, concurrency - len(in_flight))]
+    for item in starting:
+        if item.run is not None:
+            retries[item.pk] += 1
+        _start(evaluation, item)
+    right = sum(1 for i in finished if i.run.verdict == ("correct" if i.expected_label else "incorrect"))
+    failed = sum(1 for i in finished if i.run.status != Run.Status.SUCCEEDED)
+    return Progress(len(items), len(finished), len(in_flight) + len(starting), right, failed)
+
+
+def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float = 1.0, progress: bool = True,
+          force: bool = False, max_retries: int = 1, log: Callable[[str], None] = print) -> Evaluation:
+    """Run the evaluation to its end (see the module docstring) and store its metrics."""
+    _claim(evaluation, force)
+    concurrency = concurrency or evaluation.concurrency
+    superseded = supersede_orphans(evaluation)
+    if superseded:
+        log(f"{superseded} run(s) left unfinished by a stopped worker or driver get fresh runs.")
+    retries: Counter = Counter()
+    session_started = time.monotonic()
+    bar = tqdm(total=evaluation.items.count(), desc=evaluation.name, unit="run", disable=not progress, dynamic_ncols=True)
+    try:
+        while True:
+            state = step(evaluation, retries, concurrency=concurrency, max_retries=max_retries)
+            bar.update(state.done - bar.n)
+            bar.set_postfix_str(state.postfix(), refresh=True)
+            if state.done == state.total:
+                break
+            Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=timezone.now())
+            time.sleep(poll)
+    except BaseException:
+        _record_session(evaluation, session_started, Evaluation.Status.INTERRUPTED)
+        raise
+    finally:
+        bar.close()
+    return finish(evaluation, session_started)
+
+
+def _record_session(evaluation: Evaluation, started: float, status: str) -> None:
+    elapsed = time.monotonic() - started
+    fields = {"status": status, "heartbeat_at": None}
+    if status == Evaluation.Status.FINISHED:
+        fields["finished_at"] = timezone.now()
+    Evaluation.objects.filter(pk=evaluation.pk).update(**fields)
+    evaluation.refresh_from_db()
+    evaluation.metrics = {**evaluation.metrics, "driving_seconds": evaluation.metrics.get("driving_seconds", 0.0) + elapsed}
+    evaluation.save(update_fields=["metrics"])
+
+
+def refresh_metrics(evaluation: Evaluation) -> dict:
+    """Recompute the evaluation's metrics from its runs and store them (kept: the time spent driving)."""
+    found, pending = outcomes.collect(evaluation)
+    figures = metrics.compute(found)
+    figures["pending"] = pending
+    figures["repeats"] = evaluation.repeats
+    figures["models"] = sorted(set(Run.objects.filter(evaluation_items__evaluation=evaluation).exclude(model="")
+                                   .values_list("model", flat=True)))
+    figures["driving_seconds"] = evaluation.metrics.get("driving_seconds", 0.0)
+    evaluation.metrics = figures
+    evaluation.save(update_fields=["metrics"])
+    return figures
+
+
+def finish(evaluation: Evaluation, session_started: float) -> Evaluation:
+    _record_session(evaluation, session_started, Evaluation.Status.FINISHED)
+    refresh_metrics(evaluation)
+    return evaluation

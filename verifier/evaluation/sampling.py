@@ -1,0 +1,132 @@
+"""Drawing balanced test sets: relation-matched positive/negative pairs, and type-constrained negatives.
+
+A negative is made from a true triple by replacing its head or its tail with another entity of the
+same fine-grained type — the entity's full set of declared types (CoDEx-S: Wikidata classes), or, for
+a KG without types (FB15k-237), the set of relation roles it plays in the KG ("head of r1", "tail of
+r2", …). A candidate is never a triple of the KG, never a known true triple of the dataset and never a
+negative drawn before. Entities with no type, or whose type no other entity shares, cannot be
+replaced; a positive neither of whose ends can be replaced is skipped (and counted).
+
+Everything is plain Python over hashable ids and one ``random.Random``: the same inputs and seed give
+the same sample on every machine (candidates are ordered by a caller-given key, not by database ids).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+Triple = tuple[Hashable, Hashable, Hashable]
+TypeKey = frozenset
+
+DEFAULT_MAX_TRIES = 200
+
+
+def declared_type_keys(entity_types: Mapping[Hashable, Iterable[str]]) -> dict[Hashable, TypeKey]:
+    """Fine-grained type = the entity's whole set of declared types; untyped entities get none."""
+    return {entity: frozenset(types) for entity, types in entity_types.items() if types}
+
+
+def relation_signature_keys(triples: Iterable[Triple]) -> dict[Hashable, TypeKey]:
+    """Fine-grained type of a KG without types: the set of (relation, role) memberships of each entity,
+    i.e. which relations' domains and ranges it belongs to."""
+    roles: dict[Hashable, set] = defaultdict(set)
+    for head, relation, tail in triples:
+        roles[head].add((relation, "head"))
+        roles[tail].add((relation, "tail"))
+    return {entity: frozenset(memberships) for entity, memberships in roles.items()}
+
+
+@dataclass(frozen=True)
+class Negative:
+    triple: Triple
+    source: Triple  # the true triple it was made from
+    replaced: str  # "head" or "tail"
+
+
+@dataclass
+class NegativeSampler:
+    """Type-constrained corruption of true triples; see the module docstring."""
+
+    type_of: Mapping[Hashable, TypeKey]
+    forbidden: set[Triple]
+    sort_key: Callable[[Hashable], object] = str
+    max_tries: int = DEFAULT_MAX_TRIES
+    _by_type: dict[TypeKey, list[Hashable]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        groups: dict[TypeKey, list[Hashable]] = defaultdict(list)
+        for entity, key in self.type_of.items():
+            groups[key].append(entity)
+        self._by_type = {key: sorted(members, key=self.sort_key) for key, members in groups.items() if len(members) > 1}
+        self.forbidden = set(self.forbidden)
+
+    def replaceable(self, entity: Hashable) -> bool:
+        key = self.type_of.get(entity)
+        return key is not None and key in self._by_type
+
+    def _candidates(self, entity: Hashable, rng: random.Random) -> Iterable[Hashable]:
+        members = self._by_type[self.type_of[entity]]
+        if len(members) - 1 <= self.max_tries:
+            return rng.sample(members, len(members))
+        return (rng.choice(members) for _ in range(self.max_tries))
+
+    def corrupt(self, triple: Triple, rng: random.Random) -> Negative | None:
+        """A negative from ``triple`` (side chosen at random, the other tried next), or None."""
+        head, relation, tail = triple
+        sides = ["head", "tail"]
+        rng.shuffle(sides)
+        for side in sides:
+            original = head if side == "head" else tail
+            if not self.replaceable(original):
+                continue
+            for candidate in self._candidates(original, rng):
+                if candidate == original:
+                    continue
+                corrupted = (candidate, relation, tail) if side == "head" else (head, relation, candidate)
+                if corrupted[0] == corrupted[2] or corrupted in self.forbidden:
+                    continue
+                self.forbidden.add(corrupted)  # never drawn twice
+                return Negative(corrupted, triple, side)
+        return None
+
+
+def distinct(triples: Iterable[Triple]) -> list[Triple]:
+    """The triples without repeats, first occurrence kept (file order is the reproducible order)."""
+    return list(dict.fromkeys(triples))
+
+
+def relation_matched_pairs(positives: Sequence[Triple], negatives: Sequence[Triple], pairs: int,
+                           rng: random.Random) -> list[tuple[Triple, Triple]]:
+    """Up to ``pairs`` (positive, negative) pairs sharing a relation, drawn uniformly from all such pairs,
+    so that the relation alone says nothing about the label."""
+    by_relation: dict[Hashable, tuple[list[Triple], list[Triple]]] = defaultdict(lambda: ([], []))
+    for triple in distinct(positives):
+        by_relation[triple[1]][0].append(triple)
+    for triple in distinct(negatives):
+        by_relation[triple[1]][1].append(triple)
+    available: list[tuple[Triple, Triple]] = []
+    for relation in sorted(by_relation, key=str):
+        pos, neg = by_relation[relation]
+        available.extend(zip(rng.sample(pos, len(pos)), rng.sample(neg, len(neg)), strict=False))
+    return rng.sample(available, min(pairs, len(available)))
+
+
+def corrupted_pairs(positives: Sequence[Triple], pairs: int, sampler: NegativeSampler,
+                    rng: random.Random) -> tuple[list[tuple[Triple, Negative]], int]:
+    """Up to ``pairs`` (positive, negative made from it) pairs and the number of positives skipped because
+    no same-type replacement existed."""
+    drawn: list[tuple[Triple, Negative]] = []
+    skipped = 0
+    pool = distinct(positives)
+    for triple in rng.sample(pool, len(pool)):
+        if len(drawn) >= pairs:
+            break
+        negative = sampler.corrupt(triple, rng)
+        if negative is None:
+            skipped += 1
+            continue
+        drawn.append((triple, negative))
+    return drawn, skipped

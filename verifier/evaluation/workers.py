@@ -1,0 +1,109 @@
+"""Celery workers for an evaluation: use the ones already serving the broker, or start one.
+
+An evaluation's runs go through the same path as a curator's (start_run → Celery → execute_run).
+When no worker answers a ping, the evaluation starts its own (thread pool, ``concurrency`` threads)
+with the embedded local model when no LLM endpoint is configured, and stops both when it ends.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+
+from kgv_web.celery import app
+
+START_TIMEOUT_SECONDS = 90.0
+STOP_GRACE_SECONDS = 10.0
+TASK_NAME = "verifier.run_verification"
+
+
+def live_workers(timeout: float = 1.0) -> list[str]:
+    replies = app.control.ping(timeout=timeout) or []
+    return sorted(name for reply in replies for name in reply)
+
+
+def _run_id(request: dict) -> int | None:
+    args = request.get("args")
+    if isinstance(args, str):  # older workers send the repr
+        try:
+            args = ast.literal_eval(args)
+        except (ValueError, SyntaxError):
+            return None
+    if request.get("name") == TASK_NAME and isinstance(args, list | tuple) and args:
+        return int(args[0])
+    return None
+
+
+def runs_held_by_workers(timeout: float = 1.0) -> set[int]:
+    """Ids of the runs that live workers are executing or have reserved (a busy solo-pool worker
+    cannot answer, so its run is not listed)."""
+    inspector = app.control.inspect(timeout=timeout)
+    held: set[int] = set()
+    for answer in (inspector.active() or {}, inspector.reserved() or {}):
+        for requests in answer.values():
+            held.update(run_id for request in requests if (run_id := _run_id(request)) is not None)
+    return held
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def worker_pool(concurrency: int, *, log=print) -> Iterator[str]:
+    """Yield a description of the workers serving this process's runs (see the module docstring).
+
+    SIGTERM interrupts like Ctrl-C does, so a stopped evaluation is recorded as interrupted and the
+    worker and model it started are stopped too."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield from _workers(concurrency, log)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _workers(concurrency: int, log) -> Iterator[str]:
+    existing = live_workers()
+    if existing:
+        log(f"Using the running Celery worker(s): {', '.join(existing)}")
+        yield ", ".join(existing)
+        return
+    from kgv_web.embedded_llm import provide_local_llm
+
+    provide_local_llm()  # the embedded model, unless LLM_BASE_URL names an endpoint; the worker inherits it
+    hostname = f"kgv-eval-{os.getpid()}@localhost"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "threads",
+         "--concurrency", str(concurrency), "--hostname", hostname, "--loglevel", "WARNING"],
+        cwd=settings.BASE_DIR, env={**os.environ},
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not app.control.ping(destination=[hostname], timeout=0.5):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the Celery worker {hostname} did not start (exit status {process.poll()})")
+        endpoint = os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
+        log(f"Started Celery worker {hostname} ({concurrency} threads); LLM endpoint {endpoint}")
+        yield hostname
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)  # warm shutdown: finishes what it holds if that is quick
+    try:
+        process.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        # Runs still in flight stay "running"; resuming the evaluation gives them fresh runs.
+        process.kill()
+        process.wait()

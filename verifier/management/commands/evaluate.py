@@ -1,0 +1,101 @@
+"""``manage.py evaluate --benchmark codex-s --n 100 --mode agent`` — verify a benchmark through Celery,
+with a progress bar; resumable (``--resume ID``, or the same command again); results stored as an
+evaluation linked to its runs, optionally written as JSON, Markdown and charts (``--out``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from verifier.agent.loop import MODES
+from verifier.evaluation import reports
+from verifier.evaluation.configs import parse_ablations
+from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
+from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
+from verifier.evaluation.workers import worker_pool
+from verifier.kg.loader import ImportRejected
+from verifier.models import Evaluation
+
+
+def find_evaluation(key: str) -> Evaluation:
+    evaluation = Evaluation.objects.filter(pk=int(key)).first() if key.isdigit() else Evaluation.objects.filter(name=key).first()
+    if evaluation is None:
+        raise CommandError(f"no evaluation {key!r} (give its id or name; see /evaluations/)")
+    return evaluation
+
+
+def headline(evaluation: Evaluation) -> str:
+    figures = evaluation.metrics
+    leaks = figures["leakage"]["runs_with_query_triple"]
+    return (f"{evaluation.label} on {reports.benchmark_title(evaluation)}: accuracy {reports.fmt(figures['accuracy'])}%, "
+            f"F1 {reports.fmt(figures['f1'])}, P {reports.fmt(figures['precision'])}, R {reports.fmt(figures['recall'])} "
+            f"over {figures['n']} verifications; answer rate {reports.fmt(figures['answer_rate'])}%; "
+            f"{figures['failed_runs']} failed run(s); runs that saw the query triple: {leaks}")
+
+
+class Command(BaseCommand):
+    help = "Evaluate a configuration of the agent (or a baseline) on a benchmark; resumable."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--benchmark", help="codex-s | fb15k-237 | a CSV/TSV file of triples (with --kg)")
+        parser.add_argument("--kg", help="the KG of a benchmark file (default: the dataset's own)")
+        parser.add_argument("--n", type=int, default=100, help="labelled triples to draw (half true, half false)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--mode", choices=MODES, default="agent")
+        parser.add_argument("--ablate", default="", help="comma-separated: memory, planning, kg-tools, external-tools")
+        parser.add_argument("--repeats", type=int, default=1, help="verifications of each triple (reliability)")
+        parser.add_argument("--concurrency", type=int, default=None, help="runs in flight at once (default 1, or as before)")
+        parser.add_argument("--abstain", action="store_true", help="allow 'Not enough evidence'")
+        parser.add_argument("--t-max", type=int, default=None)
+        parser.add_argument("--samples", type=int, default=None, help="self-consistency samples (k)")
+        parser.add_argument("--types", choices=TYPE_SCHEMES, default="auto", help="fine-grained types for negatives")
+        parser.add_argument("--name", help="the evaluation's name (default: from its parameters)")
+        parser.add_argument("--suite", default="", help="group this evaluation with others in one results table")
+        parser.add_argument("--resume", metavar="ID", help="continue the evaluation with this id or name")
+        parser.add_argument("--force", action="store_true", help="take over from a driver that looks alive")
+        parser.add_argument("--out", type=Path, help="write results.json, results.md and charts here")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **options):
+        if options["resume"]:
+            evaluation = find_evaluation(options["resume"])
+            self.stdout.write(f"Resuming evaluation #{evaluation.pk} {evaluation.name}")
+        else:
+            evaluation = self._prepare(options)
+        concurrency = options["concurrency"] or evaluation.concurrency
+        try:
+            with worker_pool(concurrency, log=self.stdout.write):
+                drive(evaluation, concurrency=concurrency, progress=not options["no_progress"], force=options["force"],
+                      log=self.stdout.write)
+        except EvaluationError as exc:
+            raise CommandError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise CommandError(f"interrupted; continue with: manage.py evaluate --resume {evaluation.pk}") from None
+        evaluation.refresh_from_db()
+        self.stdout.write(self.style.SUCCESS(headline(evaluation)))
+        self.stdout.write(f"Results: /evaluations/{evaluation.pk}/")
+        if options["out"]:
+            written = reports.write_reports([evaluation], options["out"], title=f"Evaluation {evaluation.name}")
+            self.stdout.write(f"Wrote {len(written)} files under {options['out']}")
+
+    def _prepare(self, options) -> Evaluation:
+        if not options["benchmark"]:
+            raise CommandError("give --benchmark (codex-s, fb15k-237 or a file) or --resume ID")
+        try:
+            spec = EvaluationSpec(
+                benchmark=options["benchmark"], kg_name=options["kg"], n=options["n"], seed=options["seed"],
+                mode=options["mode"], ablations=parse_ablations(options["ablate"]), repeats=options["repeats"],
+                concurrency=options["concurrency"] or 1, abstain=options["abstain"], t_max=options["t_max"],
+                samples=options["samples"], types=options["types"], name=options["name"], suite=options["suite"])
+            evaluation, created = prepare(spec)
+        except (EvaluationError, BenchmarkError, ImportRejected, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        verb = "Created" if created else "Resuming"
+        notes = evaluation.dataset
+        self.stdout.write(f"{verb} evaluation #{evaluation.pk} {evaluation.name}: {evaluation.label}, "
+                          f"{notes.get('drawn')} triples ({notes.get('positives')} true) from {evaluation.benchmark}, "
+                          f"{evaluation.repeats} repeat(s)")
+        if notes.get("drawn", 0) < notes.get("requested", 0):
+            self.stdout.write(self.style.WARNING(f"only {notes['drawn']} of {notes['requested']} triples could be drawn: {notes}"))
+        return evaluation
