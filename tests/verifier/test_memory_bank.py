@@ -5,7 +5,6 @@ import json
 import pytest
 from django.core.management import call_command
 
-from verifier.management.commands.demo import SEED_MEMORY_BANK
 from verifier.memory import bank
 from verifier.models import MemoryEntry
 
@@ -13,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_seed_bank_loads_and_guides_similar_claims():
-    added, skipped = bank.import_bank(SEED_MEMORY_BANK)
+    added, skipped = bank.import_bank(bank.SEED_BANK)
     assert added >= 4 and skipped == 0
     verdicts = set(MemoryEntry.objects.values_list("verdict", flat=True))
     assert verdicts == {"correct", "incorrect"}  # both outcomes are shown to the agent
@@ -21,7 +20,7 @@ def test_the_seed_bank_loads_and_guides_similar_claims():
         assert "Final Answer: [" in entry.trajectory and "reviewer" in entry.provenance
     nearest = bank.retrieve("Alice Munro country of citizenship Brazil", k=1)[0]
     assert nearest.triple_text == "Margaret Atwood country of citizenship Brazil" and nearest.similarity > 0.5
-    assert bank.import_bank(SEED_MEMORY_BANK) == (0, added)  # importing again adds nothing
+    assert bank.import_bank(bank.SEED_BANK) == (0, added)  # importing again adds nothing
 
 
 def test_export_then_import_round_trips_entries_and_their_status(tmp_path):

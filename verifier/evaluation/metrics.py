@@ -12,7 +12,8 @@ Plain Python, no Django, so every figure can be checked by hand:
   triples. 1 means every repeat answered alike. None with a single repeat.
 - accuracy per relation; averages per verification of turns (model turns: ReAct thoughts including
   the mandatory judgment, and baseline answers), tool calls, tokens, cost and latency; each tool's
-  share of all tool calls; and how many runs saw the triple under test as a KG edge (must be 0).
+  share of all tool calls; memories retrieved per verification; and how many runs saw the triple under
+  test as a KG edge (must be 0).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Outcome:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    memories: int = 0  # memory-bank entries that guided the run
     leaked: bool = False  # the triple under test appeared as a KG edge in an observation
 
     @property
@@ -138,6 +140,7 @@ def efficiency(outcomes: list[Outcome]) -> dict:
         "cost_usd": _ratio(sum(o.cost_usd for o in outcomes), n),
         "total_cost_usd": sum(o.cost_usd for o in outcomes),
         "latency_s": _ratio(sum(latencies), n),
+        "memories": _ratio(sum(o.memories for o in outcomes), n),
         "median_latency_s": statistics.median(latencies) if latencies else 0.0,
     }
 

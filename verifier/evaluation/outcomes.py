@@ -62,6 +62,7 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
     done = [item for item in items if item.run is not None and item.run.status in FINISHED]
     run_ids = [item.run_id for item in done]
     turns, calls = _step_counts(run_ids)
+    memories = dict(Run.objects.filter(pk__in=run_ids).annotate(n=Count("memories_used")).values_list("pk", "n"))
     payloads, observations = _evidence(run_ids)
     outcomes = []
     for item in done:
@@ -80,6 +81,7 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
             completion_tokens=run.completion_tokens,
             cost_usd=float(run.cost_usd),
             latency_s=_latency(run),
+            memories=memories.get(run.pk, 0),
             leaked=item_leaks(query_of(item), payloads.get(run.pk, []), observations.get(run.pk, [])),
         ))
     return outcomes, len(items) - len(done)

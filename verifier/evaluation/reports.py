@@ -21,7 +21,8 @@ COMPARED = (
     ("reliability", "Reliability", "ratio"), ("efficiency.turns", "Turns / triple", "num"),
     ("efficiency.tool_calls", "Tool calls / triple", "num"), ("efficiency.prompt_tokens", "Input tokens / triple", "int"),
     ("efficiency.completion_tokens", "Output tokens / triple", "int"), ("efficiency.cost_usd", "Cost / triple (USD)", "usd"),
-    ("efficiency.latency_s", "Latency / triple (s)", "num"), ("leakage.runs_with_query_triple", "Runs that saw the query triple", "int"),
+    ("efficiency.latency_s", "Latency / triple (s)", "num"), ("efficiency.memories", "Memories used / triple", "num"),
+    ("leakage.runs_with_query_triple", "Runs that saw the query triple", "int"),
 )
 
 

@@ -13,6 +13,10 @@ from verifier.agent.steps import Memory
 from verifier.memory import encoder
 from verifier.models import MemoryEntry, Run
 
+# Reviewed investigations of CoDEx-S training triples that a fresh installation starts with (make demo,
+# evaluate_suite); never the validation split the evaluation harness samples.
+SEED_BANK = Path(__file__).resolve().parents[1] / "data" / "memory_bank.json"
+
 
 def retrieve(text: str, k: int = 3) -> list[Memory]:
     """The k active entries closest in meaning to ``text`` ("head relation tail")."""
@@ -77,3 +81,11 @@ def import_bank(path: Path) -> tuple[int, int]:
             entry.save(update_fields=["status"])
         added += 1
     return added, skipped
+
+
+def seed_if_empty() -> int:
+    """Import the seed bank into an empty memory bank; the number of entries added (0 if it had any)."""
+    if MemoryEntry.objects.exists() or not SEED_BANK.exists():
+        return 0
+    added, _ = import_bank(SEED_BANK)
+    return added

@@ -82,7 +82,7 @@ def test_accuracy_per_relation_most_frequent_first():
 def test_efficiency_averages_tool_shares_and_leak_count():
     runs = [
         outcome(1, True, "correct", turns=4, tool_calls={"KG_Path": 2, "KG_Neighbor": 1}, prompt_tokens=1000,
-                completion_tokens=100, cost_usd=0.002, latency_s=10.0),
+                completion_tokens=100, cost_usd=0.002, latency_s=10.0, memories=3),
         outcome(2, False, "correct", turns=2, tool_calls={"KG_Path": 1}, prompt_tokens=500, completion_tokens=50,
                 cost_usd=0.001, latency_s=4.0, leaked=True),
         outcome(3, False, "incorrect", turns=0, prompt_tokens=0, latency_s=1.0),
@@ -94,5 +94,6 @@ def test_efficiency_averages_tool_shares_and_leak_count():
     assert efficiency["prompt_tokens"] == pytest.approx(500) and efficiency["completion_tokens"] == pytest.approx(50)
     assert efficiency["cost_usd"] == pytest.approx(0.001) and efficiency["total_cost_usd"] == pytest.approx(0.003)
     assert efficiency["latency_s"] == pytest.approx(5.0) and efficiency["median_latency_s"] == pytest.approx(4.0)
+    assert efficiency["memories"] == pytest.approx(1.0)
     assert figures["leakage"] == {"runs_checked": 3, "runs_with_query_triple": 1}
     assert figures["triples"] == 3 and figures["accuracy"] == pytest.approx(2 / 3)

@@ -20,13 +20,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kgv_web.embedded import embedded_dir
 from verifier import health
-from verifier.memory.bank import import_bank
-from verifier.models import KnowledgeGraph, MemoryEntry
+from verifier.memory.bank import SEED_BANK, seed_if_empty
+from verifier.models import KnowledgeGraph
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
 
 DEMO_USERNAME = "demo"
 DEMO_USERS = {DEMO_USERNAME: ADMIN, "reviewer": REVIEWER, "curator": CURATOR, "viewer": VIEWER}
-SEED_MEMORY_BANK = Path(__file__).resolve().parents[2] / "data" / "memory_bank.json"
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -81,10 +80,8 @@ class Command(BaseCommand):
         return password
 
     def _seed_memory_bank(self) -> None:
-        if MemoryEntry.objects.exists() or not SEED_MEMORY_BANK.exists():
-            return
-        added, _ = import_bank(SEED_MEMORY_BANK)
-        self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_MEMORY_BANK.name}).")
+        if added := seed_if_empty():
+            self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
 
     def _serve(self, host: str, port: int, concurrency: int, password: str) -> None:
         from kgv_web.embedded_llm import provide_local_llm

@@ -19,6 +19,7 @@ from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, p
 from verifier.evaluation.workers import worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.commands.evaluate import headline
+from verifier.memory.bank import SEED_BANK, seed_if_empty
 from verifier.models import KnowledgeGraph
 
 
@@ -51,6 +52,8 @@ class Command(BaseCommand):
         suite = options["suite"] or f"table-n{options['n']}-s{options['seed']}" + (f"-t{t_max}" if t_max else "")
         for benchmark in benchmarks:
             self._ensure_loaded(DATASETS[benchmark].kg_name)
+        if added := seed_if_empty():  # the "− memory" row means nothing against an empty bank
+            self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
         evaluations = []
         try:
             with worker_pool(options["concurrency"], log=self.stdout.write):
