@@ -18,6 +18,7 @@ another process makes a second driver stop with a message.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -226,12 +227,19 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
         log(f"{superseded} run(s) left unfinished by a stopped worker or driver get fresh runs.")
     retries: Counter = Counter()
     session_started = time.monotonic()
-    bar = tqdm(total=evaluation.items.count(), desc=evaluation.name, unit="run", disable=not progress, dynamic_ncols=True)
+    # On a terminal the bar redraws every poll; into a log file (a long evaluation under nohup) once a minute.
+    redraw_every = poll if sys.stderr.isatty() else 60.0
+    bar = tqdm(total=evaluation.items.count(), desc=evaluation.name, unit="run", disable=not progress, dynamic_ncols=True,
+               mininterval=redraw_every)
+    redrawn = time.monotonic()
     try:
         while True:
             state = step(evaluation, retries, concurrency=concurrency, max_retries=max_retries)
+            bar.set_postfix_str(state.postfix(), refresh=False)
             bar.update(state.done - bar.n)
-            bar.set_postfix_str(state.postfix(), refresh=True)
+            if time.monotonic() - redrawn >= redraw_every:
+                bar.refresh()
+                redrawn = time.monotonic()
             if state.done == state.total:
                 break
             Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=timezone.now())

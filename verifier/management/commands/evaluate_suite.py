@@ -57,9 +57,11 @@ class Command(BaseCommand):
         evaluations = []
         try:
             with worker_pool(options["concurrency"], log=self.stdout.write):
-                for benchmark in benchmarks:
-                    for slug in configs:
-                        configuration = by_slug[slug]
+                # Row by row of the table (each configuration on every benchmark), so an interrupted suite
+                # leaves complete rows.
+                for slug in configs:
+                    configuration = by_slug[slug]
+                    for benchmark in benchmarks:
                         spec = EvaluationSpec(benchmark=benchmark, n=options["n"], seed=options["seed"], mode=configuration.mode,
                                               ablations=configuration.ablations, repeats=options["repeats"],
                                               concurrency=options["concurrency"], t_max=t_max, suite=suite)
