@@ -27,7 +27,9 @@ class Command(BaseCommand):
     help = "Run the agent, its ablations and the baselines on the benchmarks and write the results table."
 
     def add_arguments(self, parser):
-        parser.add_argument("--benchmarks", default="codex-s,fb15k-237", help=f"comma-separated, of {', '.join(DATASETS)}")
+        parser.add_argument("--benchmarks", default="codex-s,fb15k-237",
+                            help=f"comma-separated: {', '.join(DATASETS)} or CSV/TSV files of triples (with --kg)")
+        parser.add_argument("--kg", help="the KG of benchmark files")
         parser.add_argument("--configs", default=",".join(c.slug for c in SUITE),
                             help="comma-separated configurations (default: all rows of the table)")
         parser.add_argument("--n", type=int, default=100)
@@ -41,17 +43,20 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         benchmarks = [b.strip() for b in options["benchmarks"].split(",") if b.strip()]
-        unknown = [b for b in benchmarks if b not in DATASETS]
+        unknown = [b for b in benchmarks if b not in DATASETS and not Path(b).is_file()]
         by_slug = {c.slug: c for c in SUITE}
         configs = [c.strip() for c in options["configs"].split(",") if c.strip()]
         unknown += [c for c in configs if c not in by_slug]
         if unknown:
             raise CommandError(f"unknown benchmark or configuration: {', '.join(unknown)} "
-                               f"(configurations: {', '.join(by_slug)})")
+                               f"(benchmarks: {', '.join(DATASETS)} or a file; configurations: {', '.join(by_slug)})")
+        if any(b not in DATASETS for b in benchmarks) and not options["kg"]:
+            raise CommandError("a benchmark file needs --kg: the KG its triples belong to")
         t_max = options["t_max"]
         suite = options["suite"] or f"table-n{options['n']}-s{options['seed']}" + (f"-t{t_max}" if t_max else "")
         for benchmark in benchmarks:
-            self._ensure_loaded(DATASETS[benchmark].kg_name)
+            if benchmark in DATASETS:
+                self._ensure_loaded(DATASETS[benchmark].kg_name)
         if added := seed_if_empty():  # the "− memory" row means nothing against an empty bank
             self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
         evaluations = []
@@ -62,7 +67,8 @@ class Command(BaseCommand):
                 for slug in configs:
                     configuration = by_slug[slug]
                     for benchmark in benchmarks:
-                        spec = EvaluationSpec(benchmark=benchmark, n=options["n"], seed=options["seed"], mode=configuration.mode,
+                        spec = EvaluationSpec(benchmark=benchmark, kg_name=None if benchmark in DATASETS else options["kg"],
+                                              n=options["n"], seed=options["seed"], mode=configuration.mode,
                                               ablations=configuration.ablations, repeats=options["repeats"],
                                               concurrency=options["concurrency"], t_max=t_max, suite=suite)
                         evaluation, _ = prepare(spec)
