@@ -120,8 +120,8 @@ def _arg(label: str) -> str:
 class Trajectory:
     """``(request body) -> reply`` playing plan → ``steps`` x Thought/Action → Final Answer citing a retrieved key.
 
-    Which call it is comes from the request: the system prompt tells planning, ReAct and mandatory judgment
-    apart, and the number of assistant messages in a ReAct request is the number of steps already taken."""
+    Which call it is comes from the request: the system prompt tells planning and ReAct apart, the judgment is
+    the last message, and the number of assistant messages in a ReAct request is the number of steps already taken."""
 
     ACTIONS = (  # (tool, arguments) over the claim's (head, relation, tail) labels
         ("KG_Neighbor", lambda h, r, t: [h, r]),
@@ -171,7 +171,7 @@ class Trajectory:
         cite = f" [{keys[0]}]" if keys else ""
         answer = (f"Final Answer: [Correct] Because the retrieved evidence{cite} shows that {h} has {r} {t}, "
                   f"and nothing retrieved contradicts it.")
-        if system.startswith("The step limit is reached"):
+        if (messages[-1].get("content") or "").startswith("The step limit is reached"):
             return answer
         done = sum(1 for m in messages if m.get("role") == "assistant")
         if done >= self.steps:

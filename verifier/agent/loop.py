@@ -80,7 +80,6 @@ class Investigation:
         self.memories: list[Memory] = []
         self.impression = ""
         self.plan_text = ""
-        self.history: list[str] = []
         self._done: dict[str, list[str]] = {}  # action already taken → the evidence keys it returned
 
     # ------------------------------------------------------------------------------ entry point
@@ -152,7 +151,6 @@ class Investigation:
                     "id": call["id"], "type": "function",
                     "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]})
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": observation})
-                self.history.append(f"{text}\nAction: {call['name']}({call['arguments']})\nObservation: {observation}")
                 continue
             try:
                 parsed = parse_step(text)
@@ -168,7 +166,7 @@ class Investigation:
             yield _step_from("thought", completion, started, parsed.thought)
             observation = yield from self._act(parsed.tool, parsed.arguments)
             self._remember(messages, text, observation)
-        yield from self._judgment()
+        yield from self._judgment(messages)
 
     def _act(self, tool: str, arguments) -> Iterator[AgentStep]:
         """The action step and its observation (evidence keyed); returns the observation text."""
@@ -209,7 +207,6 @@ class Investigation:
     def _remember(self, messages: list[dict], said: str, observation: str) -> None:
         messages.append({"role": "assistant", "content": said})
         messages.append({"role": "user", "content": f"Observation: {observation}"})
-        self.history.append(f"{said}\nObservation: {observation}")
 
     def _citation_problem(self, final: FinalAnswer) -> str:
         valid, unknown = self.support.check(final.cited)
@@ -232,16 +229,11 @@ class Investigation:
         return AgentStep("verdict", content, verdict=verdict, explanation=final.explanation, cited=valid,
                          unsupported=unknown, forced=forced)
 
-    def _judgment(self) -> Iterator[AgentStep]:
+    def _judgment(self, messages: list[dict]) -> Iterator[AgentStep]:
         started = time.perf_counter()
-        user = "\n\n".join(p for p in [
-            prompts.claim_text(self.claim),
-            f"Initial impression and plan:\n{self.plan_text or '(none)'}",
-            "Execution history:\n" + ("\n\n".join(self.history) or "(empty)"),
-        ])
         grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar else None
-        completion = self._complete([{"role": "system", "content": prompts.JUDGMENT_SYSTEM}, {"role": "user", "content": user}],
-                                    grammar=grammar, max_tokens=self.config.max_step_tokens)
+        completion = self._complete([*messages, {"role": "user", "content": prompts.JUDGMENT}], grammar=grammar,
+                                    max_tokens=self.config.max_step_tokens)
         yield _step_from("thought", completion, started, f"(step limit reached: mandatory judgment)\n{completion.text.strip()}")
         final = parse_final(completion.text)
         if final is None:

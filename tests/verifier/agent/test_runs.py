@@ -63,7 +63,11 @@ def test_mandatory_judgment_at_t_max(task):
     looping = "Thought: more.\nAction: KG_Neighbor(Douglas Adams)"
     run, requests = run_with(task, [PLAN, looping, looping, "Final Answer: [Correct] Because of [E1]."], t_max=2)
     assert kinds(run) == ["plan", "thought", "action", "observation", "thought", "action", "observation", "thought", "verdict"]
-    assert requests[-1].messages[0]["content"].startswith("The step limit is reached")
+    # The judgment continues the conversation (a prompt-caching server reads only its last message).
+    judgment, last_step = requests[-1].messages, requests[-2].messages
+    assert judgment[:len(last_step)] == last_step and len(judgment) == len(last_step) + 3
+    assert judgment[-3]["role"] == "assistant" and judgment[-2]["content"].startswith("Observation:")
+    assert judgment[-1]["role"] == "user" and judgment[-1]["content"].startswith("The step limit is reached")
     assert run.verdict == "correct"
     assert "mandatory judgment" in run.steps.get(seq=8).content
 
