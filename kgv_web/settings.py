@@ -194,6 +194,7 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "verifier.models.VerificationTask.Status",
         "RunStatusEnum": "verifier.models.Run.Status",
         "MemoryStatusEnum": "verifier.models.MemoryEntry.Status",
+        "EvaluationStatusEnum": "verifier.models.Evaluation.Status",
     },
 }
 

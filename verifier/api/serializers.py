@@ -1,4 +1,4 @@
-"""API representations of tasks, runs, steps, support items, reviews, memory entries and audit events,
+"""API representations of tasks, runs, steps, support items, reviews, memory entries, evaluations and audit events,
 and the validated inputs of the write endpoints (which then call verifier.services)."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from verifier.evaluation import reports
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
     AuditEvent,
+    Evaluation,
     KnowledgeGraph,
     MemoryEntry,
     Review,
@@ -250,6 +252,52 @@ class MemoryEntryDetailSerializer(MemoryEntrySerializer):
     class Meta(MemoryEntrySerializer.Meta):
         fields = [*MemoryEntrySerializer.Meta.fields, "uses"]
         read_only_fields = fields
+
+
+# ------------------------------------------------------------------------------------------- evaluations
+class EvaluationSerializer(serializers.ModelSerializer):
+    configuration = serializers.CharField(source="label", read_only=True, help_text='e.g. "KGV-Agent − memory"')
+    kg = serializers.CharField(source="kg.name", read_only=True)
+    metrics = serializers.SerializerMethodField(help_text="every figure (docs/evaluation.md), from the runs so far")
+
+    class Meta:
+        model = Evaluation
+        fields = ["id", "name", "suite", "configuration", "benchmark", "kg", "sample_size", "seed", "mode", "ablations",
+                  "repeats", "config", "dataset", "status", "metrics", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_metrics(self, evaluation: Evaluation) -> dict:
+        return reports.current_metrics(evaluation)
+
+
+class EvaluationItemSerializer(serializers.Serializer):
+    """One verification of the evaluation: the labelled triple, its run and whether the verdict was right."""
+
+    position = serializers.IntegerField()
+    repeat = serializers.IntegerField()
+    task = serializers.IntegerField()
+    head = serializers.CharField()
+    relation = serializers.CharField()
+    tail = serializers.CharField()
+    expected = serializers.BooleanField(help_text="the gold label")
+    run = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField(help_text="of the run; empty while none is queued")
+    verdict = serializers.CharField()
+    right = serializers.BooleanField()
+    attempts = serializers.IntegerField()
+
+
+class EvaluationDetailSerializer(EvaluationSerializer):
+    items = serializers.SerializerMethodField()
+
+    class Meta(EvaluationSerializer.Meta):
+        fields = [*EvaluationSerializer.Meta.fields, "items"]
+        read_only_fields = fields
+
+    @extend_schema_field(EvaluationItemSerializer(many=True))
+    def get_items(self, evaluation: Evaluation) -> list[dict]:
+        return EvaluationItemSerializer(reports.items(evaluation), many=True).data
 
 
 # ------------------------------------------------------------------------------------------------- audit

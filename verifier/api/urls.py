@@ -11,6 +11,7 @@ router = SimpleRouter()
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memory", views.MemoryViewSet, basename="memory")
+router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
 router.register("audit", views.AuditEventViewSet, basename="audit")
 
 urlpatterns = [

@@ -26,7 +26,7 @@ from verifier.api import serializers as s
 from verifier.api.errors import Conflict
 from verifier.exports.records import select
 from verifier.memory import encoder
-from verifier.models import AuditEvent, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
+from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
 from verifier.queue_filters import annotate_latest, filter_tasks
 from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
 
@@ -245,6 +245,32 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk=None) -> Response:
         return self._set_status(MemoryEntry.Status.ACTIVE)
+
+
+# ------------------------------------------------------------------------------------------- evaluations
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("suite", str, description="the evaluations of one results table"),
+    OpenApiParameter("status", str, enum=Evaluation.Status.values),
+]))
+class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):
+    """Evaluations (manage.py evaluate / evaluate_suite): configuration, sampling and every figure; the detail
+    lists each verification with its run."""
+
+    queryset = Evaluation.objects.select_related("kg")
+
+    def get_serializer_class(self):
+        return s.EvaluationSerializer if self.action == "list" else s.EvaluationDetailSerializer
+
+    def get_queryset(self):
+        evaluations = super().get_queryset().order_by("-created_at", "-id")
+        params = self.request.query_params
+        if suite := params.get("suite"):
+            evaluations = evaluations.filter(suite=suite)
+        if value := params.get("status"):
+            if value not in Evaluation.Status.values:
+                raise exceptions.ValidationError({"status": [f"one of {', '.join(Evaluation.Status.values)}"]})
+            evaluations = evaluations.filter(status=value)
+        return evaluations
 
 
 # ------------------------------------------------------------------------------------------------- audit

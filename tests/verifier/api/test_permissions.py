@@ -56,6 +56,8 @@ ENDPOINTS = [
     Endpoint("memory detail", "get", "viewer", 200, lambda o: reverse("api:memory-detail", args=[o["memory"].pk])),
     Endpoint("memory retire", "post", "reviewer", 200, lambda o: reverse("api:memory-retire", args=[o["memory"].pk])),
     Endpoint("memory restore", "post", "reviewer", 200, lambda o: reverse("api:memory-restore", args=[o["memory"].pk])),
+    Endpoint("evaluation list", "get", "viewer", 200, lambda o: reverse("api:evaluation-list")),
+    Endpoint("evaluation detail", "get", "viewer", 200, lambda o: reverse("api:evaluation-detail", args=[o["evaluation"].pk])),
     Endpoint("audit list", "get", "admin", 200, lambda o: reverse("api:audit-list")),
     Endpoint("audit detail", "get", "admin", 200, lambda o: reverse("api:audit-detail", args=[o["audit"].pk])),
     Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
@@ -66,11 +68,12 @@ ENDPOINTS = [
 
 @pytest.fixture
 def objects(verified):
-    from verifier.models import AuditEvent
+    from verifier.models import AuditEvent, Evaluation
 
     queued = Run.objects.create(task=verified["task"], status=Run.Status.QUEUED)
     audit = AuditEvent.objects.create(action="test.event", object_type="verifier.run", object_id=str(queued.pk))
-    return {**verified, "queued": queued, "audit": audit}
+    evaluation = Evaluation.objects.create(name="permissions", kg=verified["kg"], benchmark="codex-s", sample_size=2)
+    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation}
 
 
 def call(client: APIClient, endpoint: Endpoint, objects):

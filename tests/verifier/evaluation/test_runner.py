@@ -125,6 +125,15 @@ def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg,
     assert "Zero-shot" in compare and "CoT" in compare and "37.5" in compare
     suite = client.get("/evaluations/suite/world-table/")
     assert suite.status_code == 200 and b"configurations.svg" in suite.content
+    # The API gives the same figures, and each verification with its run and gold label.
+    listed = client.get("/api/evaluations/?suite=world-table").json()["results"]
+    assert [e["name"] for e in listed] == [other.name, evaluation.name]
+    assert listed[1]["configuration"] == "Zero-shot" and listed[1]["metrics"]["accuracy"] == pytest.approx(3 / 8)
+    detail = client.get(f"/api/evaluations/{evaluation.pk}/").json()
+    assert len(detail["items"]) == 8 and sum(item["right"] for item in detail["items"]) == 3
+    paris = [item for item in detail["items"] if item["head"] == "Q90"]
+    assert [item["verdict"] for item in paris] == ["", "incorrect"] and not paris[0]["expected"]
+    assert client.get("/api/evaluations/?status=done").status_code == 400
     client.logout()
     client.login(username=make_user(None).username, password=PASSWORD)
     assert client.get(f"/evaluations/{evaluation.pk}/").status_code == 403
