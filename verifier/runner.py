@@ -83,7 +83,10 @@ def _persist(run: Run, seq: int, step: AgentStep, prices) -> Step | None:
 def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step], None] | None = None) -> Run:
     """Run the investigation of ``run_id`` to its end (see the module docstring)."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("task__kg", "task__head", "task__relation", "task__tail").get(pk=run_id)
+        # of=("self",): lock the run row only. A plain FOR UPDATE also locks every joined row, and all runs of a
+        # KG join its one KnowledgeGraph row, so runs starting together queued behind each other's first commit.
+        run = (Run.objects.select_for_update(of=("self",))
+               .select_related("task__kg", "task__head", "task__relation", "task__tail").get(pk=run_id))
         if run.status in FINISHED:
             return run
         if run.status == Run.Status.RUNNING or run.steps.exists():

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import openai
 from openai import OpenAI
+from openai.types.chat import ChatCompletion
 
 logger = logging.getLogger(__name__)
 
@@ -219,13 +220,16 @@ class OpenAICompatibleLLM:
         if grammar is not None and self.supports_grammar:
             # A GBNF grammar is a llama.cpp extension; other servers would reject the field, so without support the
             # request goes unconstrained and the caller's parser copes with free text.
-            request["extra_body"] = {"grammar": grammar}
+            request["grammar"] = grammar
         return request
 
     def _send(self, request: dict[str, Any]) -> Any:
         """One HTTP attempt: the SDK response, `_Retry` for transient failures, `LLMError` for permanent ones."""
         try:
-            return self._client.chat.completions.create(**request)
+            # The request is already in wire format, so it goes out as it is: chat.completions.create would first walk
+            # every message of the history through the SDK's TypedDict transform (2.7 ms of CPU per call at 22
+            # messages, GIL held), about a fifth of a worker's CPU per verification. Same HTTP path, errors and parsing.
+            return self._client.post("/chat/completions", body=request, cast_to=ChatCompletion)
         except openai.APITimeoutError as error:
             raise _Retry(f"timed out after {self.timeout:g}s") from error
         except openai.APIConnectionError as error:
