@@ -540,7 +540,7 @@ def token_figures(args, kg: KnowledgeGraph, created: list[int]) -> None:
                 memories = [Memory(u.entry_id, u.entry.triple_text, u.entry.trajectory, u.entry.verdict, u.similarity)
                             for u in run.memories_used.select_related("entry").order_by("rank")]
                 memory_chars = len(prompts.memories_text(memories))
-                with_memory = sum(1 for b in bodies if not b["messages"][0]["content"].startswith("The step limit"))
+                with_memory = len(bodies)  # planning, every ReAct step and the judgment that continues them
                 figures.append({"calls": len(bodies), "words": words, "chars": chars, "server_words": run.prompt_tokens,
                                 "completion": run.completion_tokens, "out_chars": out_chars, "memories": len(memories),
                                 "memory_share": memory_chars * with_memory / chars, "status": run.status,
@@ -551,7 +551,7 @@ def token_figures(args, kg: KnowledgeGraph, created: list[int]) -> None:
                     f"{mean['completion']:>16,.0f} {mean['out_chars'] / 4:>14,.0f} {paper:>11,} {mean['chars'] / 4 / paper:>13.2f}")
         failed = [f["status"] for f in figures if f["status"] != Run.Status.SUCCEEDED]
         notes.append(f"{steps} steps: {mean['memories']:.1f} memories used per run; the memory block is "
-                     f"{100 * mean['memory_share']:.0f}% of all prompt characters (it is in every call but the judgment), "
+                     f"{100 * mean['memory_share']:.0f}% of all prompt characters (it is in every call), "
                      f"≈ {mean['without_memory']:,.0f} tokens without it; first ReAct prompt {mean['first']:,.0f} chars"
                      + (f"; {len(failed)} run(s) not succeeded: {failed}" if failed else "")
                      + ("" if all(f["words"] == f["server_words"] for f in figures) else "; run.prompt_tokens ≠ words sent!"))
