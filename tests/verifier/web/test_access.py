@@ -1,4 +1,4 @@
-"""Who may open which queue, memory-bank and audit page: anonymous users are sent to sign in, a role too low
+"""Who may open which queue, memory-bank, evaluation and audit page: anonymous users are sent to sign in, a role too low
 gets the 403 page and changes nothing, the role the page needs gets it. Also the shared layout."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from django.urls import reverse
 from tests.verifier.web.run_pages import make_finished_run, make_world
 from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing, is_login_redirect, signed_in, upload  # noqa: F401  (autouse fixture)
 from verifier.memory import bank
-from verifier.models import AuditEvent, MemoryEntry, Review, Run, VerificationTask
+from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, VerificationTask
 from verifier.roles import ROLES
-from verifier.web import memory, queue
+from verifier.web import evaluations, memory, queue
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +50,14 @@ ENDPOINTS = [
     Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
     Endpoint("memory-status", "post", lambda rows: reverse("memory-status", args=[rows["entry"].pk]), "reviewer",
              label="retire", data=lambda rows: {"status": "retired"}),
+    Endpoint("evaluations:list", "get", lambda rows: reverse("evaluations:list"), "viewer"),
+    Endpoint("evaluations:detail", "get", lambda rows: reverse("evaluations:detail", args=[rows["evaluation"].pk]), "viewer"),
+    Endpoint("evaluations:chart", "get", lambda rows: reverse("evaluations:chart", args=[rows["evaluation"].pk, "relations"]),
+             "viewer"),
+    Endpoint("evaluations:compare", "get",
+             lambda rows: reverse("evaluations:compare") + f"?a={rows['evaluation'].pk}&b={rows['evaluation'].pk}", "viewer"),
+    Endpoint("evaluations:suite", "get", lambda rows: reverse("evaluations:suite", args=["access"]), "viewer"),
+    Endpoint("evaluations:suite-chart", "get", lambda rows: reverse("evaluations:suite-chart", args=["access"]), "viewer"),
     Endpoint("run-promote", "get", lambda rows: reverse("run-promote", args=[rows["run"].pk]), "reviewer"),
     Endpoint("run-promote", "post", lambda rows: reverse("run-promote", args=[rows["run"].pk]), "reviewer", label="promote",
              data=lambda rows: {"triple_text": "Douglas Adams citizen of the UK", "trajectory": "Thought: edited"}),
@@ -66,8 +74,10 @@ def rows(make_user) -> dict:
     run = make_finished_run(world)
     entry = bank.add_entry(triple_text="Douglas Adams country of citizenship United Kingdom", trajectory="Thought: …",
                            verdict="correct")
+    evaluation = Evaluation.objects.create(name="access-codex", suite="access", kg=world.kg, benchmark="codex-s",
+                                           sample_size=2)
     return {"kg": world.kg, "task": world.task("Q145", "P17", "Q142"), "run": run, "entry": entry,
-            "curator": make_user("curator", "assignable")}
+            "curator": make_user("curator", "assignable"), "evaluation": evaluation}
 
 
 def _state() -> tuple:
@@ -79,6 +89,7 @@ def _state() -> tuple:
 
 def test_every_page_url_is_in_the_matrix():
     names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns]}
+    names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 
 
