@@ -7,9 +7,10 @@ Plain Python, no Django, so every figure can be checked by hand:
   run are all wrong. An empty denominator gives 0 (no positive prediction → precision 0).
 - answer rate = share of outcomes with a Correct/Incorrect verdict; conditional accuracy = accuracy
   over those (None when nothing was answered). Both matter when abstention is allowed.
-- reliability over K repeats: per triple, H = entropy (bits) of the distribution of its K answers
-  (Correct, Incorrect, Not enough evidence, no answer), reliability = 1 − H / log2 K; averaged over
-  triples. 1 means every repeat answered alike. None with a single repeat.
+- reliability over repeated runs: per triple, H = entropy (bits) of the distribution of its answers
+  over the repeats, reliability = 1 − H / log2 K with K = 4 answer classes (Correct, Incorrect, Not
+  enough evidence, no answer); averaged over triples. 1 means every repeat answered alike, 0 that the
+  answers spread evenly over all four classes. None with a single repeat.
 - accuracy per relation; averages per verification of turns (model turns: ReAct thoughts including
   the mandatory judgment, and baseline answers), tool calls, tokens, cost and latency; each tool's
   share of all tool calls; memories retrieved per verification; and how many runs saw the triple under
@@ -102,11 +103,12 @@ def entropy(counts: Iterable[int]) -> float:
 
 
 def reliability(outcomes: Iterable[Outcome]) -> dict | None:
-    """Mean over triples of 1 − H/log2 K (K = the triple's number of repeats); None without repeats."""
+    """Mean over repeated triples of 1 − H/log2 K (K = the 4 answer classes); None without repeats."""
     answers: dict[Hashable, list[str]] = defaultdict(list)
     for outcome in outcomes:
         answers[outcome.triple].append(outcome.answer)
-    scores = [1 - entropy(Counter(given).values()) / math.log2(len(given)) for given in answers.values() if len(given) > 1]
+    k = len(ANSWER_CLASSES)
+    scores = [1 - entropy(Counter(given).values()) / math.log2(k) for given in answers.values() if len(given) > 1]
     if not scores:
         return None
     return {"mean": statistics.fmean(scores), "triples": len(scores),

@@ -52,7 +52,7 @@ def test_entropy_in_bits():
     assert entropy([2, 1]) == pytest.approx(-(2 / 3) * math.log2(2 / 3) - (1 / 3) * math.log2(1 / 3))
 
 
-def test_reliability_is_one_minus_entropy_over_log2_k_averaged_over_triples():
+def test_reliability_is_one_minus_entropy_over_log2_of_the_four_answer_classes_averaged_over_triples():
     runs = (
         [outcome("a", True, "correct")] * 4  # all alike: H = 0 → 1
         + [outcome("b", True, v) for v in ("correct", "incorrect", "correct", "incorrect")]  # H = 1 bit → 1 − 1/2
@@ -66,7 +66,7 @@ def test_reliability_is_one_minus_entropy_over_log2_k_averaged_over_triples():
 def test_reliability_with_three_repeats_and_none_without_repeats():
     runs = [outcome("a", True, v) for v in ("correct", "correct", "incorrect")]
     h = -(2 / 3) * math.log2(2 / 3) - (1 / 3) * math.log2(1 / 3)
-    assert reliability(runs)["mean"] == pytest.approx(1 - h / math.log2(3))  # ≈ 0.4206
+    assert reliability(runs)["mean"] == pytest.approx(1 - h / 2)  # K = 4 classes, log2 K = 2 → ≈ 0.5409
     assert reliability([outcome("a", True, "correct"), outcome("b", False, "correct")]) is None
 
 

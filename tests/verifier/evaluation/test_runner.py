@@ -91,8 +91,8 @@ def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg,
     assert figures["confusion"]["true"] == {"correct": 2, "incorrect": 0, "not_enough_evidence": 0, "no_answer": 2}
     assert figures["confusion"]["false"] == {"correct": 2, "incorrect": 1, "not_enough_evidence": 0, "no_answer": 1}
     assert figures["failed_runs"] == 2 and figures["models"] == ["scripted"]
-    # Paris answered differently over its two repeats (H = 1 bit, K = 2 → 0); the other three alike (→ 1).
-    assert figures["reliability"]["mean"] == pytest.approx(3 / 4)
+    # Paris answered differently over its two repeats (H = 1 bit, K = 4 classes → 1 − 1/2); the other three alike (→ 1).
+    assert figures["reliability"]["mean"] == pytest.approx(3.5 / 4)
     assert figures["leakage"] == {"runs_checked": 8, "runs_with_query_triple": 0}
     assert figures["efficiency"]["turns"] == pytest.approx(6 / 8)  # failed runs stored no thought
 
