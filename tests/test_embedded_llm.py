@@ -18,6 +18,8 @@ from openai import OpenAI
 from kgv_web import embedded_llm
 from kgv_web.embedded import EmbeddedServiceError
 from kgv_web.embedded_llm import EmbeddedLLM, ModelWeights, assemble_gguf, model_file, provide_local_llm
+from verifier.agent import prompts
+from verifier.agent.parsing import parse_final
 
 pytestmark = pytest.mark.llm
 
@@ -70,6 +72,25 @@ def test_chat_completion_follows_the_grammar_and_reports_usage(server: EmbeddedL
     assert response.usage.prompt_tokens > 0
     assert response.usage.completion_tokens > 0
     assert response.usage.total_tokens == response.usage.prompt_tokens + response.usage.completion_tokens
+
+
+@pytest.mark.parametrize("mode", sorted(prompts.BASELINE_GRAMMAR))
+def test_each_baseline_answers_in_the_method_format_under_its_grammar(server: EmbeddedLLM, mode: str) -> None:
+    # The server parses the GBNF (a syntax error would be a 400) and the tiny model's answer must read
+    # as a verdict: without the grammar it never writes a parsable Final Answer for CoT or RAG.
+    client = OpenAI(base_url=server.url, api_key="not-needed", timeout=120)
+    response = client.chat.completions.create(
+        model=TEST_MODEL,
+        messages=[{"role": "system", "content": prompts.BASELINE_SYSTEM[mode]},
+                  {"role": "user", "content": "Claim to verify: (Paris) -> [capital of] -> (France)"}],
+        temperature=0,
+        max_tokens=256,
+        extra_body={"grammar": prompts.BASELINE_GRAMMAR[mode]},
+    )
+    choice = response.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    final = parse_final(choice.message.content or "")
+    assert final is not None and final.verdict in {"correct", "incorrect"}, choice.message.content
 
 
 def test_models_endpoint_lists_the_model_name(server: EmbeddedLLM) -> None:

@@ -243,11 +243,12 @@ class Investigation:
 
     # ------------------------------------------------------------------------------ baselines
 
-    def _ask_once(self, system: str, user: str, *, grammar: str | None = None,
-                  temperature: float | None = None) -> Iterator[AgentStep]:
-        """One call that must end in a Final Answer: its text as a thought, then the verdict (an
-        unparsable answer is recorded as such and counts as wrong in evaluations)."""
+    def _ask_once(self, mode: str, user: str, *, temperature: float | None = None) -> Iterator[AgentStep]:
+        """One call of a baseline that must end in a Final Answer: its text as a thought, then the verdict
+        (an unparsable answer is recorded as such and counts as wrong in evaluations)."""
         started = time.perf_counter()
+        system = prompts.BASELINE_SYSTEM[mode]
+        grammar = prompts.BASELINE_GRAMMAR[mode] if self.config.use_grammar else None
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         completion = self._complete(messages, grammar=grammar, temperature=temperature, max_tokens=self.config.max_step_tokens)
         yield _step_from("thought", completion, started, completion.text.strip())
@@ -258,9 +259,7 @@ class Investigation:
         yield self._verdict(final, forced=False)
 
     def _single(self, mode: str, *, temperature: float | None = None) -> Iterator[AgentStep]:
-        grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar and mode == "zero-shot" else None
-        yield from self._ask_once(prompts.BASELINE_SYSTEM[mode], prompts.claim_text(self.claim), grammar=grammar,
-                                  temperature=temperature)
+        yield from self._ask_once(mode, prompts.claim_text(self.claim), temperature=temperature)
 
     def _self_consistency(self) -> Iterator[AgentStep]:
         votes: Counter[str] = Counter()
@@ -302,8 +301,7 @@ class Investigation:
             observations.append(text)
             yield AgentStep("observation", text, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
         evidence = "\n\n".join(observations) or "(no evidence retrieved)"
-        yield from self._ask_once(prompts.BASELINE_SYSTEM["rag"],
-                                  f"{prompts.claim_text(self.claim)}\n\nRetrieved evidence:\n{evidence}")
+        yield from self._ask_once("rag", f"{prompts.claim_text(self.claim)}\n\nRetrieved evidence:\n{evidence}")
 
 
 def investigate(claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
