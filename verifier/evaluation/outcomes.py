@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from django.db.models import Count
 
+from verifier.evaluation import metrics
 from verifier.evaluation.metrics import Outcome
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
 from verifier.models import Evaluation, EvaluationItem, Run, Step, SupportItem
@@ -85,6 +86,17 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
             leaked=item_leaks(query_of(item), payloads.get(run.pk, []), observations.get(run.pk, [])),
         ))
     return outcomes, len(items) - len(done)
+
+
+def figures(evaluation: Evaluation) -> dict:
+    """Every figure of the evaluation from its runs so far, with the runs still pending and the models used."""
+    found, pending = collect(evaluation)
+    computed = metrics.compute(found)
+    computed["pending"] = pending
+    computed["repeats"] = evaluation.repeats
+    computed["models"] = sorted(set(Run.objects.filter(evaluation_items__evaluation=evaluation).exclude(model="")
+                                    .values_list("model", flat=True)))
+    return computed
 
 
 def _latency(run: Run) -> float:

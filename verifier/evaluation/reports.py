@@ -43,8 +43,7 @@ def current_metrics(evaluation: Evaluation) -> dict:
     """The stored figures of a finished evaluation; computed from the runs so far otherwise."""
     if evaluation.status == Evaluation.Status.FINISHED and evaluation.metrics.get("n") is not None:
         return evaluation.metrics
-    found, pending = outcomes.collect(evaluation)
-    return {**metrics.compute(found), "pending": pending, "repeats": evaluation.repeats}
+    return outcomes.figures(evaluation)
 
 
 def value(figures: dict, key: str):
@@ -121,12 +120,20 @@ def results_table(evaluations: Sequence[Evaluation]) -> str:
     benchmarks, labels, cells = table_cells(evaluations)
     header = "| |" + "".join(f" {b} Acc | F1 | P | R |" for b in benchmarks)
     lines = [header, "|---|" + "---|---|---|---|" * len(benchmarks)]
+    unfinished = []
     for label in labels:
         row = f"| {label} |"
         for benchmark in benchmarks:
             figures = cells.get((label, benchmark))
-            row += "".join(f" {fmt(figures.get(k)) if figures else ''} |" for k in ("accuracy", "f1", "precision", "recall"))
+            mark = ""
+            if figures and figures.get("pending"):
+                unfinished.append(f"{label} on {benchmark}: {figures['n']} of {figures['n'] + figures['pending']}")
+                mark = "*"
+            row += "".join(f" {fmt(figures.get(k)) + (mark if k == 'accuracy' else '') if figures else ''} |"
+                           for k in ("accuracy", "f1", "precision", "recall"))
         lines.append(row)
+    if unfinished:
+        lines += ["", "\\* unfinished, verifications so far: " + "; ".join(unfinished) + "."]
     return "\n".join(lines)
 
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from tqdm import tqdm
 
-from verifier.evaluation import metrics, outcomes
+from verifier.evaluation import outcomes
 from verifier.evaluation.configs import Configuration, run_config
 from verifier.evaluation.datasets import Benchmark, build_benchmark
 from verifier.evaluation.workers import runs_held_by_workers
@@ -265,12 +265,7 @@ def _record_session(evaluation: Evaluation, started: float, status: str) -> None
 
 def refresh_metrics(evaluation: Evaluation) -> dict:
     """Recompute the evaluation's metrics from its runs and store them (kept: the time spent driving)."""
-    found, pending = outcomes.collect(evaluation)
-    figures = metrics.compute(found)
-    figures["pending"] = pending
-    figures["repeats"] = evaluation.repeats
-    figures["models"] = sorted(set(Run.objects.filter(evaluation_items__evaluation=evaluation).exclude(model="")
-                                   .values_list("model", flat=True)))
+    figures = outcomes.figures(evaluation)
     figures["driving_seconds"] = evaluation.metrics.get("driving_seconds", 0.0)
     evaluation.metrics = figures
     evaluation.save(update_fields=["metrics"])

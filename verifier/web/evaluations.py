@@ -83,10 +83,14 @@ def suite_detail(request: HttpRequest, name: str) -> HttpResponse:
         cells_row = []
         for benchmark in benchmarks:
             figures, evaluation = cells.get((label, benchmark)), by_cell.get((label, benchmark))
-            cells_row.append({"evaluation": evaluation, "values": [reports.fmt(figures.get(k)) if figures else ""
-                                                                    for k in ("accuracy", "f1", "precision", "recall")]})
+            cells_row.append({"evaluation": evaluation, "pending": figures.get("pending") if figures else 0,
+                              "n": figures["n"] if figures else 0,
+                              "values": [reports.fmt(figures.get(k)) if figures else ""
+                                         for k in ("accuracy", "f1", "precision", "recall")]})
         rows.append({"label": label, "cells": cells_row})
-    return render(request, "verifier/evaluations/suite.html", {"suite": name, "benchmarks": benchmarks, "rows": rows})
+    unfinished = any(cell["pending"] for row in rows for cell in row["cells"])
+    return render(request, "verifier/evaluations/suite.html",
+                  {"suite": name, "benchmarks": benchmarks, "rows": rows, "unfinished": unfinished})
 
 
 @role_required(VIEWER)

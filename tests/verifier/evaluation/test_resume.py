@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from tests import workers
 from tests.openai_server import ScriptedOpenAIServer, TextReply
+from verifier.evaluation import reports
 from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, drive
 from verifier.models import Evaluation, EvaluationItem, Run
 
@@ -71,6 +72,12 @@ def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, 
                  for item in EvaluationItem.objects.filter(evaluation=evaluation).select_related("run", "task__relation")}
         hanging = next(item for item in items.values() if item.run.status == Run.Status.RUNNING)
         kept = {key: item.run_id for key, item in items.items() if item is not hanging}
+
+        # Meanwhile the reports show the figures so far, marked as unfinished ("Correct" for all: 1 of 3 right).
+        so_far = reports.current_metrics(evaluation)
+        assert so_far["n"] == 3 and so_far["pending"] == 1 and so_far["models"] == ["scripted"]
+        table = reports.results_table([evaluation])
+        assert "| Zero-shot | 33.3* |" in table and "unfinished, verifications so far: Zero-shot on resume.tsv: 3 of 4." in table
 
         # Its heartbeat is fresh: a second driver refuses to start until it is stale.
         with pytest.raises(EvaluationError, match="being driven by another process"):
