@@ -136,16 +136,16 @@ args ::= [^()\\n]+
 line ::= [^\\n]+"""
 
 
-FINAL_GRAMMAR = """root ::= "Final Answer: [" verdict "] Because " line
+_FINAL_RULES = """final ::= "Final Answer: [" verdict "] Because " line
 verdict ::= "Correct" | "Incorrect"
 line ::= [^\\n]+"""
+
+FINAL_GRAMMAR = "root ::= final\n" + _FINAL_RULES
 
 # Chain of thought under a grammar: one to four lines of reasoning, then the Final Answer line.
 COT_GRAMMAR = """root ::= reasoning "\\n" final
 reasoning ::= line ("\\n" line)? ("\\n" line)? ("\\n" line)?
-final ::= "Final Answer: [" verdict "] Because " line
-verdict ::= "Correct" | "Incorrect"
-line ::= [^\\n]+"""
+""" + _FINAL_RULES
 
 # The grammar each baseline answers under on a llama.cpp server (see AgentConfig.use_grammar).
 BASELINE_GRAMMAR = {"zero-shot": FINAL_GRAMMAR, "cot": COT_GRAMMAR, "rag": FINAL_GRAMMAR}

@@ -40,10 +40,13 @@ def benchmark_title(evaluation: Evaluation) -> str:
 
 
 def current_metrics(evaluation: Evaluation) -> dict:
-    """The stored figures of a finished evaluation; computed from the runs so far otherwise."""
+    """The stored figures of a finished evaluation; otherwise computed from the runs so far, once per loaded
+    object (a report reads them for every table, section and chart; load the evaluation again for newer runs)."""
     if evaluation.status == Evaluation.Status.FINISHED and evaluation.metrics.get("n") is not None:
         return evaluation.metrics
-    return outcomes.figures(evaluation)
+    if not hasattr(evaluation, "_figures_so_far"):
+        evaluation._figures_so_far = outcomes.figures(evaluation)
+    return evaluation._figures_so_far
 
 
 def value(figures: dict, key: str):
