@@ -1,5 +1,8 @@
 """Latency of the agent's tools, and of KG_Path / KG_Neighbor at 5M+ edges against pyoxigraph (SPARQL).
 
+KG_Plausibility answers from the KG's ready structural model (manage.py train_kge) and KG_Rules from its
+mined rules (load_kg); without them they answer with a message, which is timed and counted as such.
+
     make install && DEBUG=1 .venv/bin/python bench/tools.py [--queries 100] [--edges 5000000]
 
 1. Every tool through the registry (name resolution, query, rendering; no cache) on CoDEx-S and
@@ -45,6 +48,7 @@ from verifier.kg.sources import read_tsv_triples  # noqa: E402
 from verifier.kg.store import PostgresKG  # noqa: E402
 from verifier.memory import encoder  # noqa: E402
 from verifier.models import KnowledgeGraph, Relation  # noqa: E402
+from verifier.structure.evidence import StructuralEvidence  # noqa: E402
 from verifier.tools.base import QueryTriple, ToolContext  # noqa: E402
 from verifier.tools.registry import Toolbox  # noqa: E402
 
@@ -109,12 +113,18 @@ def bench_tools(name: str, valid: Path, n: int) -> None:
         "KG_Path": lambda q: ("KG_Path", [q.head_label, q.tail_label]),
         "Wiki_Evidence (entity)": lambda q: ("Wiki_Evidence", [q.head_label]),
         "Wiki_Evidence (pair)": lambda q: ("Wiki_Evidence", [q.head_label, q.tail_label]),
+        "Read_Sentences": lambda q: ("Read_Sentences", [q.head, q.relation, q.tail]),
+        "KG_Plausibility": lambda q: ("KG_Plausibility", [q.head, q.relation, q.tail]),
+        "KG_Rules": lambda q: ("KG_Rules", [q.head, q.relation, q.tail]),
     }
     encoder.encode(["warm up"])
+    structure = StructuralEvidence(kg)
+    if queries:  # the embedding model is loaded once per process, on its first question: not part of a call's latency
+        structure.plausibility(queries[0].head, queries[0].relation, queries[0].tail)
     timings: dict[str, list[float]] = {label: [] for label in calls}
     failures = dict.fromkeys(calls, 0)
     for query in queries:
-        context = ToolContext(kg=store, corpus=corpus, query=query)
+        context = ToolContext(kg=store, corpus=corpus, query=query, structure=structure)
         for label, make in calls.items():
             tool_name, args = make(query)
             ms, result = timed(Toolbox(context).call, tool_name, args)  # a fresh toolbox: no cache

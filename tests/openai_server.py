@@ -47,6 +47,8 @@ class TextReply:
     finish_reason: str = "stop"
     delay: float = 0.0  # seconds before answering: a slow model, or a client timeout
     include_usage: bool = True  # some servers omit `usage`; the client must cope
+    # With a request that asks for logprobs: the first token's alternatives and their log-probabilities.
+    top_logprobs: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,7 @@ class ScriptedOpenAIServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.model or body.get("model") or "scripted-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": _logprobs(reply, body)}],
         }
         if reply.include_usage:
             prompt = count_words(prompt_text(body))
@@ -365,3 +367,14 @@ def _apply_limits(text: str, finish_reason: str, body: dict[str, Any]) -> tuple[
         if len(words) > limit:
             text, finish_reason = text[: words[limit - 1].end()] if limit else "", "length"
     return text, finish_reason
+
+
+def _logprobs(reply, body: dict) -> dict | None:
+    """The chat API's logprobs block for the reply's first token, when asked for and scripted."""
+    if not body.get("logprobs") or not isinstance(reply, TextReply) or not reply.top_logprobs:
+        return None
+    ranked = sorted(reply.top_logprobs.items(), key=lambda kv: -kv[1])[: body.get("top_logprobs") or 1]
+    token, logprob = ranked[0]
+    alternatives = [{"token": t, "logprob": lp, "bytes": None} for t, lp in ranked]
+    return {"content": [{"token": token, "logprob": logprob, "bytes": None, "top_logprobs": alternatives}]}
+

@@ -1,4 +1,5 @@
-"""Health of the services KGV depends on: database, pgvector, Redis and Celery workers."""
+"""Health of the services KGV depends on: database, pgvector, Redis and Celery workers, and the state of each
+local KG's structural model (its training job can die with its worker; nothing else would say so)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.conf import settings
 from django.db import connection
 
 from kgv_web.celery import app as celery_app
+from verifier.selectors import structural_statuses
 
 
 @dataclass
@@ -57,11 +59,21 @@ def _workers() -> tuple[bool, str]:
     return (True, f"{len(names)} worker(s): {', '.join(names)}") if names else (False, "no Celery worker answered")
 
 
+def _structural_models() -> tuple[bool, str]:
+    """Per local KG, its structural model: "codex-s: training 45% (epoch 40/300, …)". Not trained yet or
+    still training is fine (the tools say so); a failed or stalled job with no ready model is not."""
+    statuses = structural_statuses()
+    if not statuses:
+        return True, "no local KG loaded"
+    return all(s.ok for s in statuses), "; ".join(f"{s.kg}: {s.text}" for s in statuses)
+
+
 def check_all() -> dict:
     checks = [
         _timed("database", _database),
         _timed("pgvector", _pgvector),
         _timed("redis", _redis),
         _timed("worker", _workers),
+        _timed("structural models", _structural_models),
     ]
     return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}

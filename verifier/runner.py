@@ -16,13 +16,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from verifier.agent.llm import LLM, LLMError
-from verifier.agent.loop import AgentConfig, Investigation
+from verifier.agent.loop import STRUCTURAL_MODES, AgentConfig, Investigation
 from verifier.agent.steps import AgentStep, Claim
+from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
 from verifier.models import Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.tools.base import QueryTriple
-from verifier.wiring import backend_for, build_llm, build_toolbox
+from verifier.wiring import backend_for, build_llm, build_toolbox, settled_config
 
 logger = logging.getLogger(__name__)
 
@@ -102,15 +103,21 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
     task = run.task
     try:
-        llm = llm or build_llm(use_grammar=run.config.get("use_grammar"))
+        if llm is None and run.config.get("mode") not in STRUCTURAL_MODES:  # structural baselines need no model
+            llm = build_llm(use_grammar=run.config.get("use_grammar"))
+        # The profile and its defaults follow the model that answers, unless the run's config chose them.
+        run.config = settled_config(run.config, llm)
+        Run.objects.filter(pk=run.pk).update(config=run.config)
         # Small local models follow the step format only under a grammar; the endpoint says if it takes one.
         config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False),
                                          "tool_calling": settings.LLM_TOOL_CALLING, **run.config})
         run.model = getattr(llm, "model", "")
         claim = claim_of(task)
         query = QueryTriple(claim.head, claim.relation, claim.tail, claim.head_label, claim.relation_label, claim.tail_label)
-        toolbox = build_toolbox(task.kg, query, kg_tools=config.kg_tools, external_tools=config.external_tools)
-        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.retrieve, schema=_schema(task))
+        toolbox = build_toolbox(task.kg, query, kg_tools=config.kg_tools, external_tools=config.external_tools,
+                                structural_tools=config.structural_tools)
+        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim, schema=_schema(task),
+                                      weigher=weigher_for(task.kg_id))
         final = _drive(run, investigation, on_step)
     except (LLMError, ValueError, RuntimeError) as error:
         logger.warning("run %s failed: %s", run.pk, error)
@@ -120,9 +127,11 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
     if final is None:  # cancelled: the task goes back to the queue
         VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
         return run
-    _set_status(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
-                finished_at=timezone.now(), confidence=_confidence(final))
     SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)
+    assessment = assess(run, verdict=final.verdict or "", stated=final.confidence, weighed=final.assessment)
+    _set_status(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
+                finished_at=timezone.now(), confidence=assessment.confidence, disputed=assessment.disputed,
+                assessment=assessment.details, structural_model_id=assessment.structural_model)
     VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
     return run
 
@@ -146,13 +155,6 @@ def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
     if final is None:
         raise RuntimeError("the investigation ended without a verdict")
     return final
-
-
-def _confidence(final: AgentStep) -> float | None:
-    marker = "(confidence "
-    if marker in final.content:
-        return float(final.content.rsplit(marker, 1)[1].rstrip(")"))
-    return None
 
 
 def elapsed_ms(run: Run) -> int:

@@ -58,6 +58,9 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
         before = VerificationTask.objects.filter(kg=kg).count()
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
         created = VerificationTask.objects.filter(kg=kg).count() - before
+        from verifier.structure.training import retrain_if_learnt
+
+        transaction.on_commit(lambda: retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks]))
         record_audit(
             actor=actor,
             action="tasks.import",
@@ -69,18 +72,17 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
 
 
 def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):
-    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits."""
-    from django.conf import settings
-
+    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
+    leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model."""
     from verifier.agent.loop import AgentConfig
     from verifier.models import Run
     from verifier.tasks import run_verification
 
-    merged = {"t_max": settings.KGV_T_MAX, "memory_k": settings.KGV_MEMORY_K, **(config or {})}
-    AgentConfig.from_dict(merged)  # validates; raises ValueError with a clear message
+    requested = dict(config or {})
+    AgentConfig.from_dict(requested)  # validates; raises ValueError with a clear message
     with transaction.atomic():
-        run = Run.objects.create(task=task, config=merged, created_by=actor if getattr(actor, "is_authenticated", False) else None)
-        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": merged})
+        run = Run.objects.create(task=task, config=requested, created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": requested})
         if queue:
             transaction.on_commit(lambda: run_verification.delay(run.pk))
     return run

@@ -11,3 +11,15 @@ from verifier.runner import execute_run
 def run_verification(run_id: int) -> str:
     """One investigation. Re-delivery after a lost worker closes the half-done run as failed."""
     return execute_run(run_id).status
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.train_structural_model")
+def train_structural_model(model_id: int) -> str:
+    """Train, validate and calibrate a queued structural model. Re-delivery after a lost worker starts it over."""
+    from verifier.models import StructuralModel
+    from verifier.structure.training import train
+
+    row = StructuralModel.objects.select_related("kg").filter(pk=model_id).first()
+    if row is None or row.status in (StructuralModel.Status.READY, StructuralModel.Status.SUPERSEDED):
+        return row.status if row else "missing"
+    return train(row.kg, row=row).status

@@ -13,6 +13,7 @@ from verifier.evidence.web import provider_from_env
 from verifier.kg.base import KGBackend
 from verifier.kg.store import PostgresKG
 from verifier.models import KnowledgeGraph
+from verifier.structure.evidence import StructuralEvidence
 from verifier.tools.base import QueryTriple, ToolContext
 from verifier.tools.cache import DjangoToolCache
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
@@ -44,7 +45,7 @@ def query_triple(kg: KnowledgeGraph, head: str, relation: str, tail: str) -> Que
 
 
 def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_tools: bool = True,
-                  external_tools: bool = True, shared_cache: bool = True) -> Toolbox:
+                  external_tools: bool = True, structural_tools: bool = True, shared_cache: bool = True) -> Toolbox:
     encyclopedia = None
     if settings.WIKIPEDIA_API_URL:
         encyclopedia = MediaWikiSource(settings.WIKIPEDIA_API_URL, user_agent=settings.KGV_USER_AGENT)
@@ -55,16 +56,50 @@ def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_to
         web=provider_from_env(os.environ),
         query=query,
         wiki_alpha=settings.KGV_WIKI_ALPHA,
+        structure=StructuralEvidence(kg) if kg.kind == KnowledgeGraph.Kind.LOCAL else None,
     )
     # A tool with nothing behind it (no web search configured) is not offered: the model would only
     # spend steps learning that it answers nothing.
-    specs = [spec for spec in available(kg_tools=kg_tools, external_tools=external_tools)
-             if not (spec.name == "Web_Evidence" and context.web is None)]
+    specs = [spec for spec in available(kg_tools=kg_tools, external_tools=external_tools, structural_tools=structural_tools)
+             if not (spec.name == "Web_Evidence" and context.web is None)
+             and not (spec.category == "structural" and context.structure is None)]
     return Toolbox(
         context,
         specs=specs,
         shared_cache=DjangoToolCache() if shared_cache else None,
     )
+
+
+# What each profile runs with unless a run's config says otherwise.
+COMPACT_DEFAULTS = {"t_max": 4, "memory_k": 2, "max_step_tokens": 160, "verdict_probe": True}
+
+
+def default_profile(llm=None) -> str:
+    """KGV_AGENT_PROFILE, where "auto" means compact on the embedded local model and paper elsewhere (the model
+    is ``llm`` when given, else the configured endpoint)."""
+    if settings.KGV_AGENT_PROFILE != "auto":
+        return settings.KGV_AGENT_PROFILE
+    from kgv_web.embedded_llm import MODELS
+
+    base_url = getattr(llm, "base_url", None) if llm is not None else os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
+    model = getattr(llm, "model", None) if llm is not None else os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+    embedded = not base_url or (model in MODELS and "127.0.0.1" in base_url)
+    return "compact" if embedded else "paper"
+
+
+def settled_config(config: dict, llm=None) -> dict:
+    """A run's config with what it left open filled in: an agent run's profile (from the model that answers)
+    and that profile's defaults; the other modes get the paper defaults."""
+    if config.get("mode", "agent") != "agent":
+        return {**profile_defaults("paper"), **config}
+    profile = config.get("profile") or default_profile(llm)
+    return {**profile_defaults(profile), **config, "profile": profile}
+
+
+def profile_defaults(profile: str) -> dict:
+    if profile == "compact":
+        return dict(COMPACT_DEFAULTS)
+    return {"t_max": settings.KGV_T_MAX, "memory_k": settings.KGV_MEMORY_K}
 
 
 @functools.lru_cache(maxsize=8)

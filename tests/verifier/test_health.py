@@ -1,5 +1,11 @@
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+
+from tests.verifier.web.structure_rows import failed, local_kg, ready, training
+from verifier.models import KnowledgeGraph
+from verifier.selectors import structural_statuses
 
 pytestmark = pytest.mark.django_db
 
@@ -27,3 +33,81 @@ def test_health_page_renders_for_browsers(celery_worker_process):
 def test_home_requires_sign_in():
     response = Client().get("/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+# ---- structural models ---------------------------------------------------------------------------------
+
+def _structural(response) -> dict:
+    return _checks(response)["structural models"]
+
+
+def test_a_kg_without_a_structural_model_is_healthy_and_says_how_to_train_one(celery_worker_process):
+    local_kg("codex-s")
+    KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL, version=3)  # remote: no model to have
+    KnowledgeGraph.objects.create(name="empty")  # nothing loaded yet (version 0)
+    response = Client().get("/health/")
+    check = _structural(response)
+    assert response.status_code == 200, _checks(response)
+    assert check["ok"] and check["detail"] == "codex-s: none trained (manage.py train_kge codex-s)"
+
+
+def test_a_model_in_training_shows_its_progress_and_stays_healthy(celery_worker_process):
+    training(local_kg("codex-s"))
+    response = Client().get("/health/")
+    check = _structural(response)
+    assert response.status_code == 200
+    assert check["ok"] and check["detail"] == "codex-s: training 45% (epoch 40/300, validation MRR 0.351)"
+
+
+def test_a_ready_model_names_its_kind_and_validation_mrr(celery_worker_process):
+    kg = local_kg("codex-s", version=2)
+    ready(kg, mrr=0.2, version=1)  # of the previous version: no longer counts
+    ready(kg)
+    check = _structural(Client().get("/health/"))
+    assert check["ok"] and check["detail"] == "codex-s: ready: ComplEx, MRR 0.430"
+
+
+def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery_worker_process):
+    failed(local_kg("codex-s"))
+    response = Client().get("/health/")
+    check = _structural(response)
+    assert response.status_code == 503 and not check["ok"]
+    assert check["detail"] == "codex-s: failed: RuntimeError: CUDA out of memory (manage.py train_kge codex-s)"
+
+
+def test_a_stalled_job_degrades_health_unless_a_ready_model_still_serves(celery_worker_process):
+    kg = local_kg("codex-s")
+    training(kg, beat_ago=timedelta(minutes=12))
+    check = _structural(Client().get("/health/"))
+    assert not check["ok"] and check["detail"].startswith("codex-s: stalled (no progress since ")
+    assert "manage.py train_kge codex-s" in check["detail"]
+
+    serving = ready(kg)
+    training(kg, beat_ago=timedelta(minutes=12))  # the retraining job after it died too
+    check = _structural(Client().get("/health/"))
+    assert check["ok"] and check["detail"].endswith(f"; serving the ready model #{serving.pk} (ComplEx, MRR 0.430)")
+
+
+def test_a_failed_retraining_next_to_a_ready_model_stays_healthy():
+    kg = local_kg("codex-s")
+    ready(kg)
+    failed(kg)
+    [status] = structural_statuses()
+    assert status.ok and status.state == "failed" and "serving the ready model" in status.text
+
+
+def test_the_structural_check_reads_every_kg_in_two_queries(django_assert_max_num_queries):
+    for name in ("codex-s", "fb15k-237", "mini"):
+        kg = local_kg(name)
+        ready(kg)
+        training(kg)
+    with django_assert_max_num_queries(2):
+        statuses = structural_statuses()
+    assert [(s.kg, s.state, s.percent) for s in statuses] == [("codex-s", "training", 45), ("fb15k-237", "training", 45),
+                                                              ("mini", "training", 45)]
+
+
+def test_health_page_lists_the_structural_models(celery_worker_process):
+    training(local_kg("codex-s"))
+    page = Client().get("/health/", HTTP_ACCEPT="text/html").content.decode()
+    assert "structural models" in page and "codex-s: training 45% (epoch 40/300, validation MRR 0.351)" in page

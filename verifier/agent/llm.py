@@ -38,6 +38,8 @@ class Completion:
     attempts: int = 1  # HTTP requests made, 1 + retries
     usage_estimated: bool = False  # the server sent no usage; tokens are len(text) // 4 estimates
     cost_usd: Decimal = Decimal(0)  # from the LLM's PriceTable, by the configured model name
+    # With ``top_logprobs``: the most likely first tokens and their log-probabilities ({} if the server sent none).
+    first_token_logprobs: dict[str, float] = field(default_factory=dict)
 
 
 class LLMError(RuntimeError):
@@ -66,6 +68,7 @@ class LLM(Protocol):
         grammar: str | None = None,
         tools: list[dict] | None = None,
         json_schema: dict | None = None,
+        top_logprobs: int | None = None,
     ) -> Completion: ...
 
 
@@ -174,9 +177,12 @@ class OpenAICompatibleLLM:
         grammar: str | None = None,
         tools: list[dict] | None = None,
         json_schema: dict | None = None,
+        top_logprobs: int | None = None,
     ) -> Completion:
         request = self._request(messages, stop=stop, temperature=temperature, max_tokens=max_tokens, grammar=grammar,
                                 tools=tools, json_schema=json_schema)
+        if top_logprobs:
+            request.update(logprobs=True, top_logprobs=top_logprobs)
         started = time.perf_counter()
         attempt = 0
         while True:
@@ -279,6 +285,7 @@ class OpenAICompatibleLLM:
             attempts=attempts,
             usage_estimated=estimated,
             cost_usd=self.prices.cost(self.model, prompt_tokens, completion_tokens),
+            first_token_logprobs=_first_token_logprobs(choice),
         )
 
     # -- helpers -------------------------------------------------------------------------------------------
@@ -292,6 +299,16 @@ class OpenAICompatibleLLM:
     def _error(self, what: str, *, status_code: int | None = None, attempts: int = 0, retryable: bool = False) -> LLMError:
         return LLMError(f"LLM call to {self.base_url} (model {self.model!r}) failed: {what}", endpoint=self.base_url,
                         model=self.model, status_code=status_code, attempts=attempts, retryable=retryable)
+
+
+def _first_token_logprobs(choice: Any) -> dict[str, float]:
+    content = getattr(getattr(choice, "logprobs", None), "content", None) or []
+    if not content:
+        return {}
+    first = content[0]
+    found = {alt.token: float(alt.logprob) for alt in getattr(first, "top_logprobs", None) or []}
+    found.setdefault(first.token, float(first.logprob))
+    return found
 
 
 def _tool_call(call: Any) -> dict[str, Any]:

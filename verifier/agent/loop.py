@@ -9,21 +9,26 @@ RAG) run through the same generator so every mode leaves the same kind of record
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Protocol
 
-from verifier.agent import prompts
+from verifier.agent import compact, prompts
 from verifier.agent.llm import LLM, Completion
 from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_plan, parse_step
 from verifier.agent.steps import AgentStep, Claim, Memory
 from verifier.agent.support import SupportSet
+from verifier.agent.weighing import Weigher, evidence_from, probe_logit, summary
 from verifier.tools.base import ToolResult
 
-MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag")
+MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules")
+# Baselines that decide from one structural tool's calibrated probability, without a language model.
+STRUCTURAL_MODES = {"kge": "KG_Plausibility", "rules": "KG_Rules"}
 STOP = ["Observation:", "\nObservation", "[Observation]"]
+PROFILES = ("paper", "compact")
 
 
 class Tools(Protocol):
@@ -32,7 +37,7 @@ class Tools(Protocol):
     def call(self, name: str, arguments) -> ToolResult: ...
 
 
-MemoryLookup = Callable[[str, int], list[Memory]]
+MemoryLookup = Callable[[str, int, str], list[Memory]]  # (claim text, k, relation label) → memories
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,17 @@ class AgentConfig:
     use_planning: bool = True
     kg_tools: bool = True
     external_tools: bool = True
+    structural_tools: bool = True  # KG_Plausibility and KG_Rules
     abstain: bool = False
     use_grammar: bool = False  # GBNF-constrained steps, for small local models on llama.cpp
     tool_calling: bool = False  # the endpoint's native tool calls instead of "Action: Tool(args)" text
+    # "paper": the method as published (for capable endpoints); "compact": evidence brief, focused reading and a
+    # short loop for small local models (verifier/agent/compact.py).
+    profile: str = "paper"
     max_step_tokens: int = 384
+    # After the answer, one token with log-probabilities: how sure the model is (on by default in the compact profile,
+    # whose small models lean Correct in their answers but still rank claims in their log-odds).
+    verdict_probe: bool = False
     samples: int = 5  # self-consistency
     sample_temperature: float = 0.7
 
@@ -56,6 +68,8 @@ class AgentConfig:
             raise ValueError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
         if self.t_max < 1:
             raise ValueError("t_max must be at least 1")
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown profile {self.profile!r}; one of {', '.join(PROFILES)}")
 
     @classmethod
     def from_dict(cls, data: dict) -> AgentConfig:
@@ -72,21 +86,26 @@ class Investigation:
     """State of one run; ``steps()`` drives it."""
 
     def __init__(self, claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
-                 schema: str = ""):
+                 schema: str = "", weigher: Weigher | None = None):
         self.claim, self.config, self.llm, self.tools = claim, config, llm, tools
         self.memory = memory
+        self.weigher = weigher
         self.schema = schema
         self.support = SupportSet()
         self.memories: list[Memory] = []
         self.impression = ""
         self.plan_text = ""
-        self._done: dict[str, list[str]] = {}  # action already taken → the evidence keys it returned
+        self.done_calls: dict[str, list[str]] = {}  # action already taken → the evidence keys it returned
+        self.corrected = False  # the one correction round of a Final Answer's citations was used
+        self.brief_text = ""
+        self.stop = STOP
+        self.answer_logit: float | None = None
 
     # ------------------------------------------------------------------------------ entry point
 
     def steps(self) -> Iterator[AgentStep]:
         if self.config.use_memory and self.memory is not None and self.config.mode == "agent":
-            self.memories = self.memory(self.claim.text, self.config.memory_k)
+            self.memories = self.memory(self.claim.text, self.config.memory_k, self.claim.relation_label)
         mode = self.config.mode
         if mode == "agent":
             yield from self._agent()
@@ -94,6 +113,8 @@ class Investigation:
             yield from self._single(mode)
         elif mode == "self-consistency":
             yield from self._self_consistency()
+        elif mode in STRUCTURAL_MODES:
+            yield from self._structural(STRUCTURAL_MODES[mode])
         else:
             yield from self._rag()
 
@@ -108,24 +129,27 @@ class Investigation:
 
     def _plan(self) -> Iterator[AgentStep]:
         started = time.perf_counter()
-        system = prompts.PLANNING_SYSTEM.format(tools=self._tool_list())
+        system = prompts.PLANNING_SYSTEM.format(tools=self.tool_list())
         completion = self._complete([{"role": "system", "content": system}, {"role": "user", "content": self._context()}],
                                     max_tokens=self.config.max_step_tokens)
         plan = parse_plan(completion.text)
         self.impression, self.plan_text = plan.impression, completion.text.strip()
         yield _step_from("plan", completion, started, self.plan_text)
 
-    def _tool_list(self) -> str:
+    def tool_list(self) -> str:
         from verifier.tools.registry import describe
 
         return describe(list(self.tools.specs.values()))
 
     def _agent(self) -> Iterator[AgentStep]:
+        if self.config.profile == "compact":
+            yield from compact.investigate(self)
+            return
         if self.config.use_planning:
             yield from self._plan()
         native = self.config.tool_calling and not self.config.use_grammar
         system = (prompts.REACT_TOOLS_SYSTEM if native else prompts.REACT_SYSTEM).format(
-            tools=self._tool_list(), t_max=self.config.t_max, abstain=prompts.ABSTAIN_RULE if self.config.abstain else "")
+            tools=self.tool_list(), t_max=self.config.t_max, abstain=prompts.ABSTAIN_RULE if self.config.abstain else "")
         opening = self._context()
         if self.plan_text:
             opening += f"\n\nObservation 0 (your initial impression and plan):\n{self.plan_text}"
@@ -134,7 +158,7 @@ class Investigation:
         if self.config.use_grammar:
             grammar = prompts.step_grammar(list(self.tools.specs), abstain=self.config.abstain)
         tools = [spec.openai_tool() for spec in self.tools.specs.values()] if native else None
-        self._corrected = False
+        self.corrected = False
         for _ in range(self.config.t_max):
             started = time.perf_counter()
             if native:
@@ -146,7 +170,7 @@ class Investigation:
                 call = completion.tool_calls[0]  # one action per step: the others are not run
                 thought = text.removeprefix("Thought:").strip() or f"(calls {call['name']})"
                 yield _step_from("thought", completion, started, thought)
-                observation = yield from self._act(call["name"], call["arguments"])
+                observation = yield from self.act(call["name"], call["arguments"])
                 messages.append({"role": "assistant", "content": text or None, "tool_calls": [{
                     "id": call["id"], "type": "function",
                     "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]})
@@ -156,55 +180,72 @@ class Investigation:
                 parsed = parse_step(text)
             except ParseError as error:
                 yield _step_from("thought", completion, started, text or "(empty reply)")
-                yield from self._observe(messages, text, f"Format error: {error}")
+                yield from self.observe(messages, text, f"Format error: {error}")
                 continue
             if parsed.final is not None:
-                verdict = yield from self._conclude(messages, completion, started, text, parsed)
+                verdict = yield from self.conclude(messages, completion, started, text, parsed)
                 if verdict:
                     return
                 continue
             yield _step_from("thought", completion, started, parsed.thought)
-            observation = yield from self._act(parsed.tool, parsed.arguments)
-            self._remember(messages, text, observation)
-        yield from self._judgment(messages)
+            observation = yield from self.act(parsed.tool, parsed.arguments)
+            self.remember(messages, text, observation)
+        yield from self.judgment(messages)
 
-    def _act(self, tool: str, arguments) -> Iterator[AgentStep]:
+    def act(self, tool: str, arguments) -> Iterator[AgentStep]:
         """The action step and its observation (evidence keyed); returns the observation text."""
         arguments = arguments if isinstance(arguments, dict) else list(arguments)
         shown = arguments if isinstance(arguments, dict) else {str(i): a for i, a in enumerate(arguments)}
         signature = f"{tool}({', '.join(map(str, shown.values()))})"
         yield AgentStep("action", signature, tool=tool, arguments=shown)
-        if signature.casefold() in self._done:
+        if signature.casefold() in self.done_calls:
             # Small models loop on the same few calls; the answer would not change, so say so instead.
-            keys = self._done[signature.casefold()]
+            keys = self.done_calls[signature.casefold()]
             observation = (f"You already ran {signature}; its evidence ({', '.join(keys) or 'none'}) is above and has not "
                            f"changed. Do not repeat an action: use a different tool or arguments, or give the Final Answer.")
             yield AgentStep("observation", observation, tool=tool)
             return observation
         started = time.perf_counter()
         observation, items = self.support.observe(self.tools.call(tool, arguments))
-        self._done[signature.casefold()] = [item.key for item in items]
+        self.done_calls[signature.casefold()] = [item.key for item in items]
         yield AgentStep("observation", observation, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
         return observation
 
-    def _conclude(self, messages: list[dict], completion: Completion, started: float, text: str, parsed) -> Iterator[AgentStep]:
+    def conclude(self, messages: list[dict], completion: Completion, started: float, text: str, parsed) -> Iterator[AgentStep]:
         """A Final Answer: its citations are checked (sent back once if wrong), then the verdict. True if concluded."""
         final = parsed.final
         problem = self._citation_problem(final)
-        if problem and not self._corrected:
-            self._corrected = True
+        if problem and not self.corrected:
+            self.corrected = True
             yield _step_from("thought", completion, started, text)
-            yield from self._observe(messages, text, problem)
+            yield from self.observe(messages, text, problem)
             return False
         yield _step_from("thought", completion, started, parsed.thought or text)
+        yield from self.probe([*messages, {"role": "assistant", "content": text}])
         yield self._verdict(final, forced=False)
         return True
 
-    def _observe(self, messages: list[dict], said: str, observation: str) -> Iterator[AgentStep]:
-        self._remember(messages, said, observation)
+    def probe(self, messages: list[dict]) -> Iterator[AgentStep]:
+        """How sure the model is of its verdict: one token with log-probabilities after its answer (agent mode;
+        endpoints without log-probabilities leave it unknown)."""
+        if self.config.mode != "agent" or not self.config.verdict_probe:
+            return
+        started = time.perf_counter()
+        completion = self._complete([*messages, {"role": "user", "content": prompts.verdict_probe(self.claim)}],
+                                    max_tokens=1, temperature=0, top_logprobs=10)
+        self.answer_logit = probe_logit(completion.first_token_logprobs)
+        if self.answer_logit is None:
+            summary_text = "(verdict probe: the endpoint returned no log-probabilities)"
+        else:
+            p = 1 / (1 + math.exp(-self.answer_logit))
+            summary_text = f"(verdict probe: the model puts P(Correct) at {p:.2f} against P(Incorrect) at {1 - p:.2f})"
+        yield _step_from("thought", completion, started, summary_text)
+
+    def observe(self, messages: list[dict], said: str, observation: str) -> Iterator[AgentStep]:
+        self.remember(messages, said, observation)
         yield AgentStep("observation", observation)
 
-    def _remember(self, messages: list[dict], said: str, observation: str) -> None:
+    def remember(self, messages: list[dict], said: str, observation: str) -> None:
         messages.append({"role": "assistant", "content": said})
         messages.append({"role": "user", "content": f"Observation: {observation}"})
 
@@ -224,17 +265,44 @@ class Investigation:
         if verdict == "not_enough_evidence" and not self.config.abstain:
             verdict = self.impression or "correct"
             note = note or "Abstention is off; the initial impression stands."
+        explanation, confidence, assessment = final.explanation, None, {}
+        if self.config.mode == "agent" and verdict in ("correct", "incorrect"):
+            verdict, explanation, confidence, assessment = self._weighed(verdict, explanation)
+            valid = list(dict.fromkeys([*valid, *(k for keys in assessment.get("keys", {}).values() for k in keys)]))
         label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
-        content = f"[{label}] {final.explanation}" + (f"\n({note})" if note else "")
-        return AgentStep("verdict", content, verdict=verdict, explanation=final.explanation, cited=valid,
-                         unsupported=unknown, forced=forced)
+        content = f"[{label}] {explanation}" + (f"\n({note})" if note else "")
+        return AgentStep("verdict", content, verdict=verdict, explanation=explanation, cited=valid,
+                         unsupported=unknown, forced=forced, confidence=confidence, assessment=assessment)
 
-    def _judgment(self, messages: list[dict]) -> Iterator[AgentStep]:
+    def _weighed(self, answer: str, explanation: str) -> tuple[str, str, float | None, dict]:
+        """The model's answer weighed with the run's evidence: (verdict, explanation, confidence, assessment).
+
+        The paper profile keeps the model's answer as the verdict; the compact profile's verdict is the weighed
+        decision, because a small model cannot weigh evidence (it says Correct to most claims) but reads and
+        judges sentences well. Without a fitted weighing the answer stands, with no confidence."""
+        evidence = evidence_from(((k.key, k.kind, k.payload) for k in self.support.items.values()), answer, self.answer_logit)
+        assessment = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None}
+        weights = self.weigher() if self.weigher is not None else None
+        if weights is None:
+            return answer, explanation, None, assessment
+        p_true = weights.probability(evidence)
+        assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id)
+        verdict = answer
+        if self.config.profile == "compact":
+            verdict = "correct" if p_true >= 0.5 else "incorrect"
+            if verdict != answer:
+                explanation = (f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): "
+                               f"{summary(evidence, p_true)}.")
+        return verdict, explanation, (p_true if verdict == "correct" else 1 - p_true), assessment
+
+    def judgment(self, messages: list[dict]) -> Iterator[AgentStep]:
         started = time.perf_counter()
         grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar else None
         completion = self._complete([*messages, {"role": "user", "content": prompts.JUDGMENT}], grammar=grammar,
                                     max_tokens=self.config.max_step_tokens)
         yield _step_from("thought", completion, started, f"(step limit reached: mandatory judgment)\n{completion.text.strip()}")
+        yield from self.probe([*messages, {"role": "user", "content": prompts.JUDGMENT},
+                               {"role": "assistant", "content": completion.text.strip()}])
         final = parse_final(completion.text)
         if final is None:
             fallback = self.impression or "correct"
@@ -276,10 +344,30 @@ class Investigation:
         (winner, count), total = votes.most_common(1)[0], sum(votes.values())
         explanation = f"Majority of {total} sampled answers: {dict(votes)}."
         step = self._verdict(FinalAnswer(winner, explanation), forced=False)
-        step.content += f"\n(confidence {count / total:.2f})"
+        step.confidence = count / total
+        yield step
+
+    def _structural(self, tool: str) -> Iterator[AgentStep]:
+        """A structural baseline: one tool on the claim; its calibrated probability decides at 0.5."""
+        arguments = [self.claim.head, self.claim.relation, self.claim.tail]
+        yield AgentStep("action", f"{tool}({', '.join(arguments)})", tool=tool, arguments={str(i): a for i, a in enumerate(arguments)})
+        started = time.perf_counter()
+        text, items = self.support.observe(self.tools.call(tool, arguments))
+        yield AgentStep("observation", text, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
+        scored = next((item for item in items if item.payload.get("probability") is not None), None)
+        if scored is None:
+            yield AgentStep("verdict", f"(no calibrated probability: {text.splitlines()[0] if text else 'no answer'})", verdict=None)
+            return
+        probability = float(scored.payload["probability"])
+        verdict = "correct" if probability >= 0.5 else "incorrect"
+        explanation = f"the calibrated structural probability is {probability:.2f} [{scored.key}]"
+        step = self._verdict(FinalAnswer(verdict, explanation, [scored.key]), forced=False)
+        step.confidence = probability if verdict == "correct" else 1 - probability
         yield step
 
     RAG_CALLS = (
+        ("KG_Plausibility", lambda c: [c.head, c.relation, c.tail]),
+        ("KG_Rules", lambda c: [c.head, c.relation, c.tail]),
         ("KG_Definition", lambda c: [c.head]),
         ("KG_Definition", lambda c: [c.relation]),
         ("KG_Neighbor", lambda c: [c.head, c.relation]),
@@ -305,6 +393,6 @@ class Investigation:
 
 
 def investigate(claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
-                schema: str = "") -> Iterator[AgentStep]:
+                schema: str = "", weigher: Weigher | None = None) -> Iterator[AgentStep]:
     """All steps of one verification, in order, each yielded as soon as it exists."""
-    return Investigation(claim, config, llm=llm, tools=tools, memory=memory, schema=schema).steps()
+    return Investigation(claim, config, llm=llm, tools=tools, memory=memory, schema=schema, weigher=weigher).steps()

@@ -37,6 +37,8 @@ class AgentStep:
     cited: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)  # cited keys that were never retrieved
     forced: bool = False  # reached by mandatory judgment (or a fallback), not by the model finishing
+    confidence: float | None = None  # probability that the verdict is right, when the mode knows one
+    assessment: dict = field(default_factory=dict)  # the weighed evidence behind the confidence (agent mode)
 
 
 @dataclass(frozen=True)
@@ -65,3 +67,5 @@ class Memory:
     trajectory: str
     verdict: str
     similarity: float
+    lesson: str = ""  # the decisive evidence in a sentence or two (what a short prompt shows)
+    relation_label: str = ""

@@ -1,5 +1,6 @@
 """Charts of evaluation metrics with matplotlib (Agg, no display): confusion matrix, tool-usage shares,
-accuracy per relation, and ablation/baseline bars across the configurations of a suite.
+accuracy per relation, the reliability diagram of the verdicts' confidences, and ablation/baseline bars
+across the configurations of a suite.
 
 Each function takes metric dicts (as stored on Evaluation.metrics) and returns a Figure; ``save``
 writes it as PNG and SVG, ``svg`` renders it for the workbench.
@@ -75,6 +76,34 @@ def relation_accuracy(figures: dict, title: str = "") -> Figure:
     return figure
 
 
+def reliability_diagram(figures: dict, title: str = "") -> Figure:
+    """Accuracy against confidence per confidence bin (``figures["calibration"]["bins"]``), with the
+    diagonal a perfectly calibrated confidence would follow and each bin's count on its bar."""
+    calibration = figures.get("calibration") or {}
+    bins = calibration.get("bins") or []
+    figure, axes = _figure(5.2, 4.9)
+    axes.plot([0, 1], [0, 1], linestyle="--", color="#8a94a0", linewidth=1, label="perfect calibration")
+    if bins:
+        lefts = [b["low"] for b in bins]
+        widths = [b["high"] - b["low"] for b in bins]
+        bars = axes.bar(lefts, [b["accuracy"] for b in bins], widths, align="edge", color="#2457c5", alpha=0.75,
+                        edgecolor="white", label="accuracy")
+        axes.bar_label(bars, labels=[f"n={b['n']}" for b in bins], fontsize=7)
+        axes.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], "o", color="#c62828", markersize=4,
+                  label="mean confidence of the bin")
+    else:
+        axes.text(0.5, 0.5, "no run has a confidence", ha="center", va="center", transform=axes.transAxes)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.1)
+    axes.set_xlabel("confidence that the verdict is right")
+    axes.set_ylabel("share of verdicts that were right")
+    figure.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)  # below the axes: bars fill any corner
+    ece = calibration.get("ece")
+    suffix = f" (ECE {ece:.3f}, n={calibration.get('n', 0)})" if isinstance(ece, int | float) else ""
+    axes.set_title((title or "Reliability diagram") + suffix, fontsize=10)
+    return figure
+
+
 def configuration_bars(groups: dict[str, Sequence[tuple[str, dict]]], metric: str = "accuracy", title: str = "") -> Figure:
     """Grouped bars: for each benchmark (group), ``metric`` of each configuration (agent, ablations, baselines)."""
     labels: list[str] = []
@@ -113,4 +142,5 @@ def svg(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-CHARTS = {"confusion": confusion_matrix, "tools": tool_usage, "relations": relation_accuracy}
+CHARTS = {"confusion": confusion_matrix, "tools": tool_usage, "relations": relation_accuracy,
+          "reliability": reliability_diagram}

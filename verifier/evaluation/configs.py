@@ -13,6 +13,7 @@ ABLATIONS = {
     "planning": "use_planning",
     "kg-tools": "kg_tools",
     "external-tools": "external_tools",
+    "structural-tools": "structural_tools",
 }
 MODE_LABELS = {
     "agent": "KGV-Agent",
@@ -20,6 +21,8 @@ MODE_LABELS = {
     "cot": "CoT",
     "self-consistency": "Self-consistency",
     "rag": "Standard RAG",
+    "kge": "KGE plausibility",
+    "rules": "Mined rules",
 }
 
 
@@ -41,6 +44,8 @@ SUITE = (
     Configuration("cot"),
     Configuration("self-consistency"),
     Configuration("rag"),
+    Configuration("kge"),
+    Configuration("rules"),
 )
 
 
@@ -56,14 +61,17 @@ def parse_ablations(text: str | list[str] | tuple[str, ...] | None) -> tuple[str
 
 
 def run_config(mode: str, ablations: tuple[str, ...] = (), *, abstain: bool = False, t_max: int | None = None,
-               samples: int | None = None) -> dict:
-    """The config dict of every run of an evaluation (keys of AgentConfig); validated here."""
+               samples: int | None = None, profile: str | None = None) -> dict:
+    """The config dict of every run of an evaluation (keys of AgentConfig); validated here. Without a
+    profile, each run gets the one its worker's model calls for (compact on the embedded model)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     if ablations and mode != "agent":
         raise ValueError("ablations switch off parts of the agent; they apply to --mode agent only")
     config: dict = {"mode": mode, "abstain": abstain}
     config.update({ABLATIONS[name]: False for name in ablations})
+    if mode == "agent" and profile:
+        config["profile"] = profile
     if t_max is not None:
         config["t_max"] = t_max
     if samples is not None:
@@ -72,8 +80,11 @@ def run_config(mode: str, ablations: tuple[str, ...] = (), *, abstain: bool = Fa
     return config
 
 
-def configuration_label(mode: str, ablations, *, abstain: bool = False, samples: int | None = None) -> str:
+def configuration_label(mode: str, ablations, *, abstain: bool = False, samples: int | None = None,
+                        profile: str | None = None) -> str:
     label = MODE_LABELS.get(mode, mode)
+    if profile == "compact":
+        label += " (compact)"
     if mode == "self-consistency":
         label += f" (k={samples or AgentConfig.samples})"
     for name in parse_ablations(list(ablations or ())):

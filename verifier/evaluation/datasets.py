@@ -32,7 +32,7 @@ from verifier.evaluation.sampling import (
 from verifier.kg.flagged import ResolvedRow, read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.kg.sources import Problem
-from verifier.models import Entity, KnowledgeGraph
+from verifier.models import Entity, FitTriple, KnowledgeGraph
 from verifier.models import Triple as KGTriple
 
 TYPE_SCHEMES = ("auto", "declared", "signature")
@@ -88,9 +88,9 @@ def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None,
     dataset = DATASETS.get(spec)
     if dataset is not None:
         kg = _kg(kg_name or dataset.kg_name)
-        positives = _read_rows(kg, data_dir / dataset.positives)
+        positives = read_rows(kg, data_dir / dataset.positives)
         if dataset.negatives:
-            negatives = _read_rows(kg, data_dir / dataset.negatives)
+            negatives = read_rows(kg, data_dir / dataset.negatives)
             return _matched(spec, kg, positives, negatives, n, rng)
         return _sampled(spec, kg, positives, n, rng, types)
     path = Path(spec)
@@ -99,7 +99,7 @@ def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None,
     if not kg_name:
         raise BenchmarkError("a benchmark file needs --kg: the KG its triples belong to")
     kg = _kg(kg_name)
-    rows = _read_rows(kg, path, check_labels=True)
+    rows = read_rows(kg, path, check_labels=True)
     if all(row.label is None for row in rows):
         return _sampled(spec, kg, rows, n, rng, types)
     return _labelled(spec, kg, rows, n, rng)
@@ -112,7 +112,7 @@ def _kg(name: str) -> KnowledgeGraph:
     return kg
 
 
-def _read_rows(kg: KnowledgeGraph, path: Path, *, check_labels: bool = False) -> list[ResolvedRow]:
+def read_rows(kg: KnowledgeGraph, path: Path, *, check_labels: bool = False) -> list[ResolvedRow]:
     """Every row of ``path`` resolved against ``kg``; any bad row rejects the file (all of them listed).
     ``check_labels``: labels are optional but all-or-none, and a triple has one label."""
     if not path.is_file():
@@ -152,16 +152,23 @@ def _origins(rows: list[ResolvedRow], path_name: str) -> dict[Triple, str]:
     return origins
 
 
-def _kg_triples(kg: KnowledgeGraph) -> set[Triple]:
+def kg_triple_set(kg: KnowledgeGraph) -> set[Triple]:
     return set(KGTriple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id").iterator(chunk_size=50_000))
+
+
+def fitted_triples(kg: KnowledgeGraph) -> set[Triple]:
+    """Labelled triples something was fitted on (a calibration, the confidence model, the memory bank):
+    a benchmark never draws them."""
+    return set(FitTriple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
 
 
 def _matched(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], negatives: list[ResolvedRow], n: int,
              rng: random.Random) -> Benchmark:
-    in_kg = _kg_triples(kg)
-    pos_keys = [k for k in distinct(map(_key, positives)) if k not in in_kg]
+    in_kg = kg_triple_set(kg)
+    fitted = fitted_triples(kg)
+    pos_keys = [k for k in distinct(map(_key, positives)) if k not in in_kg and k not in fitted]
     true_keys = set(pos_keys)
-    neg_keys = [k for k in distinct(map(_key, negatives)) if k not in in_kg and k not in true_keys]
+    neg_keys = [k for k in distinct(map(_key, negatives)) if k not in in_kg and k not in true_keys and k not in fitted]
     pairs = relation_matched_pairs(pos_keys, neg_keys, n // 2, rng)
     pos_origin = _origins(positives, DATASETS[spec].positives.rsplit("/", 1)[-1])
     neg_origin = _origins(negatives, (DATASETS[spec].negatives or "").rsplit("/", 1)[-1])
@@ -171,7 +178,8 @@ def _matched(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], negati
         triples.append(LabelledTriple(*negative, False, neg_origin[negative]))
     notes = {"method": "relation-matched pairs of given positives and negatives", "pairs": len(pairs),
              "positives_read": len(positives), "negatives_read": len(negatives),
-             "dropped_in_kg": len(distinct(map(_key, positives + negatives))) - len(pos_keys) - len(neg_keys)}
+             "dropped_in_kg_or_fitted": len(distinct(map(_key, positives + negatives))) - len(pos_keys) - len(neg_keys),
+             "fitted_excluded": len(fitted)}
     return _checked(Benchmark(spec, kg, triples, notes), n)
 
 
@@ -186,12 +194,13 @@ def type_keys(kg: KnowledgeGraph, scheme: str, kg_triples: set[Triple]) -> tuple
 
 def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int, rng: random.Random,
              types: str) -> Benchmark:
-    in_kg = _kg_triples(kg)
+    in_kg = kg_triple_set(kg)
     keys, scheme = type_keys(kg, types, in_kg)
     external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
     known_true = {_key(row) for row in positives}
-    sampler = NegativeSampler(keys, in_kg | known_true, sort_key=external.__getitem__)
-    pool = [k for k in distinct(map(_key, positives)) if k not in in_kg]
+    fitted = fitted_triples(kg)
+    sampler = NegativeSampler(keys, in_kg | known_true | fitted, sort_key=external.__getitem__)
+    pool = [k for k in distinct(map(_key, positives)) if k not in in_kg and k not in fitted]
     drawn, skipped = corrupted_pairs(pool, n // 2, sampler, rng)
     origin = _origins(positives, Path(spec).name if spec not in DATASETS else DATASETS[spec].positives.rsplit("/", 1)[-1])
     triples = []
@@ -206,6 +215,8 @@ def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int
 
 
 def _labelled(spec: str, kg: KnowledgeGraph, rows: list[ResolvedRow], n: int, rng: random.Random) -> Benchmark:
+    fitted = fitted_triples(kg)
+    rows = [row for row in rows if _key(row) not in fitted]
     unique = {_key(row): row for row in reversed(rows)}  # first occurrence wins
     ordered = [unique[k] for k in distinct(map(_key, rows))]
     chosen = sorted(rng.sample(range(len(ordered)), min(n, len(ordered))))

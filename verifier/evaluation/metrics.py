@@ -11,6 +11,8 @@ Plain Python, no Django, so every figure can be checked by hand:
   over the repeats, reliability = 1 − H / log2 K with K = 4 answer classes (Correct, Incorrect, Not
   enough evidence, no answer); averaged over triples. 1 means every repeat answered alike, 0 that the
   answers spread evenly over all four classes. None with a single repeat.
+- calibration: the expected calibration error of the runs' confidences (probability that the verdict is
+  right) over 10 equal-width bins, and the bins of the reliability diagram.
 - accuracy per relation; averages per verification of turns (model turns: ReAct thoughts including
   the mandatory judgment, and baseline answers), tool calls, tokens, cost and latency; each tool's
   share of all tool calls; memories retrieved per verification; and how many runs saw the triple under
@@ -24,6 +26,8 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from verifier.structure.calibration import expected_calibration_error, reliability_bins
 
 CORRECT, INCORRECT, ABSTAIN = "correct", "incorrect", "not_enough_evidence"
 NO_ANSWER = "no_answer"  # an unparsable answer or a failed run
@@ -47,6 +51,9 @@ class Outcome:
     latency_s: float = 0.0
     memories: int = 0  # memory-bank entries that guided the run
     leaked: bool = False  # the triple under test appeared as a KG edge in an observation
+    model_saw_it: bool = False  # a structural model that scored it had been trained on it
+    fitted: bool = False  # the triple was used to fit a calibration, the confidence model or a memory
+    confidence: float | None = None  # the run's calibrated probability that its verdict is right
 
     @property
     def answer(self) -> str:
@@ -147,13 +154,27 @@ def efficiency(outcomes: list[Outcome]) -> dict:
     }
 
 
+def calibration(outcomes: list[Outcome]) -> dict | None:
+    """Expected calibration error and the reliability diagram's bins of the runs' confidences (the
+    probability each run gave its verdict being right); None when no run has a confidence."""
+    rated = [o for o in outcomes if o.confidence is not None]
+    if not rated:
+        return None
+    confidence, right = [o.confidence for o in rated], [o.right for o in rated]
+    return {"n": len(rated), "ece": expected_calibration_error(confidence, right), "bins": reliability_bins(confidence, right),
+            "mean_confidence": statistics.fmean(confidence)}
+
+
 def compute(outcomes: list[Outcome]) -> dict:
     """Every figure of the module docstring for ``outcomes`` (one per finished triple/repeat)."""
     return {
         **classification(outcomes),
         "triples": len({o.triple for o in outcomes}),
         "reliability": reliability(outcomes),
+        "calibration": calibration(outcomes),
         "per_relation": per_relation(outcomes),
         "efficiency": efficiency(outcomes),
-        "leakage": {"runs_checked": len(outcomes), "runs_with_query_triple": sum(o.leaked for o in outcomes)},
+        "leakage": {"runs_checked": len(outcomes), "runs_with_query_triple": sum(o.leaked for o in outcomes),
+                    "runs_scored_by_a_model_trained_on_it": sum(o.model_saw_it for o in outcomes),
+                    "triples_used_for_fitting": len({o.triple for o in outcomes if o.fitted})},
     }

@@ -5,7 +5,10 @@ the figures describe the investigations a curator can open, not numbers kept on 
 
 Anti-leakage: the tools must never show the triple under test (or its reverse reading) as a KG edge.
 Each run is checked twice over its log: the structured support items (triples and path edges, by
-ids) and the text of every observation (the edge written as the tools write KG facts).
+ids) and the text of every observation (the edge written as the tools write KG facts). Structural
+evidence is checked too: every embedding model that scored a run's triple (its plausibility items name
+the model) must have been trained without it, and no evaluated triple may be one that a calibration,
+the confidence model or the memory bank was fitted on.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from collections.abc import Iterable
 from django.db.models import Count
 
 from verifier.evaluation import metrics
+from verifier.evaluation.datasets import fitted_triples
 from verifier.evaluation.metrics import Outcome
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
-from verifier.models import Evaluation, EvaluationItem, Run, Step, SupportItem
+from verifier.models import Evaluation, EvaluationItem, Run, Step, StructuralModel, SupportItem
+from verifier.structure.scoring import trained_on
 from verifier.tools import render
 from verifier.tools.base import QueryTriple
 
@@ -65,6 +70,8 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
     turns, calls = _step_counts(run_ids)
     memories = dict(Run.objects.filter(pk__in=run_ids).annotate(n=Count("memories_used")).values_list("pk", "n"))
     payloads, observations = _evidence(run_ids)
+    scored_by = _scoring_models(run_ids)
+    fitted = fitted_triples(evaluation.kg)
     outcomes = []
     for item in done:
         run = item.run
@@ -84,6 +91,9 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
             latency_s=_latency(run),
             memories=memories.get(run.pk, 0),
             leaked=item_leaks(query_of(item), payloads.get(run.pk, []), observations.get(run.pk, [])),
+            model_saw_it=any(trained_on(model, *_rows(item)) for model in scored_by.get(run.pk, ())),
+            fitted=_rows(item) in fitted,
+            confidence=run.confidence if succeeded else None,
         ))
     return outcomes, len(items) - len(done)
 
@@ -97,6 +107,21 @@ def figures(evaluation: Evaluation) -> dict:
     computed["models"] = sorted(set(Run.objects.filter(evaluation_items__evaluation=evaluation).exclude(model="")
                                     .values_list("model", flat=True)))
     return computed
+
+
+def _rows(item: EvaluationItem) -> tuple[int, int, int]:
+    return item.task.head_id, item.task.relation_id, item.task.tail_id
+
+
+def _scoring_models(run_ids: list[int]) -> dict[int, list[StructuralModel]]:
+    """The structural models whose scores each run saw (from its plausibility evidence)."""
+    rows = SupportItem.objects.filter(run_id__in=run_ids, kind=SupportItem.Kind.PLAUSIBILITY).values_list("run_id", "payload")
+    wanted: dict[int, set[int]] = defaultdict(set)
+    for run_id, payload in rows:
+        if payload.get("model"):
+            wanted[run_id].add(int(payload["model"]))
+    models = StructuralModel.objects.in_bulk({pk for pks in wanted.values() for pk in pks})
+    return {run_id: [models[pk] for pk in pks if pk in models] for run_id, pks in wanted.items()}
 
 
 def _latency(run: Run) -> float:

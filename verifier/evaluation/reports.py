@@ -22,7 +22,10 @@ COMPARED = (
     ("efficiency.tool_calls", "Tool calls / triple", "num"), ("efficiency.prompt_tokens", "Input tokens / triple", "int"),
     ("efficiency.completion_tokens", "Output tokens / triple", "int"), ("efficiency.cost_usd", "Cost / triple (USD)", "usd"),
     ("efficiency.latency_s", "Latency / triple (s)", "num"), ("efficiency.memories", "Memories used / triple", "num"),
+    ("calibration.ece", "ECE", "ratio"),
     ("leakage.runs_with_query_triple", "Runs that saw the query triple", "int"),
+    ("leakage.runs_scored_by_a_model_trained_on_it", "Runs scored by a model trained on the triple", "int"),
+    ("leakage.triples_used_for_fitting", "Evaluated triples used for fitting", "int"),
 )
 
 
@@ -141,7 +144,8 @@ def results_table(evaluations: Sequence[Evaluation]) -> str:
 
 
 def efficiency_table(evaluations: Sequence[Evaluation]) -> str:
-    columns = [c for c in COMPARED if c[0].startswith(("efficiency", "leakage")) or c[0] in ("answer_rate", "reliability")]
+    columns = [c for c in COMPARED
+               if c[0].startswith(("efficiency", "leakage")) or c[0] in ("answer_rate", "reliability", "calibration.ece")]
     lines = ["| configuration | benchmark | n |" + "".join(f" {heading} |" for _, heading, _ in columns),
              "|---|---|---|" + "---|" * len(columns)]
     benchmarks, labels, cells = table_cells(evaluations)
@@ -170,7 +174,21 @@ def evaluation_markdown(evaluation: Evaluation) -> str:
     if usage:
         lines += ["", "| tool | calls | share (%) |", "|---|---|---|"]
         lines += [f"| {tool} | {u['calls']} | {fmt(u['share'])} |" for tool, u in usage.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + calibration_markdown(figures))
+
+
+def calibration_markdown(figures: dict) -> list[str]:
+    """The reliability diagram as a table: per confidence bin, how many verdicts, their mean confidence and
+    how many were right; with the expected calibration error (ECE)."""
+    calibration = figures.get("calibration")
+    if not calibration:
+        return []
+    lines = ["", f"Calibration of the verdicts' confidence: ECE {fmt(calibration['ece'], 'ratio')} over {calibration['n']} "
+                 f"verdicts with a confidence (mean confidence {fmt(calibration.get('mean_confidence'), 'ratio')}).", "",
+             "| confidence bin | n | mean confidence | accuracy (%) |", "|---|---|---|---|"]
+    lines += [f"| {b['low']:.1f}–{b['high']:.1f} | {b['n']} | {fmt(b['confidence'], 'ratio')} | {fmt(b['accuracy'])} |"
+              for b in calibration["bins"]]
+    return lines
 
 
 def comparison(a: Evaluation, b: Evaluation) -> dict:
@@ -219,6 +237,8 @@ def write_reports(evaluations: Sequence[Evaluation], out: Path, *, title: str) -
         written += charts.save(charts.confusion_matrix(figures, heading), Path(f"{stem}-confusion"))
         written += charts.save(charts.tool_usage(figures, f"Tool usage — {heading}"), Path(f"{stem}-tools"))
         written += charts.save(charts.relation_accuracy(figures, f"Accuracy per relation — {heading}"), Path(f"{stem}-relations"))
+        if figures.get("calibration"):
+            written += charts.save(charts.reliability_diagram(figures, f"Reliability — {heading}"), Path(f"{stem}-reliability"))
     if len(evaluations) > 1:
         written += charts.save(charts.configuration_bars(configuration_groups(evaluations)), out / "charts" / "configurations")
     (out / "results.md").write_text("\n".join(sections))

@@ -65,17 +65,20 @@ class EvaluationSpec:
     types: str = "auto"
     name: str | None = None
     suite: str = ""
+    profile: str | None = None
 
     @property
     def config(self) -> dict:
-        return run_config(self.mode, self.ablations, abstain=self.abstain, t_max=self.t_max, samples=self.samples)
+        return run_config(self.mode, self.ablations, abstain=self.abstain, t_max=self.t_max, samples=self.samples,
+                          profile=self.profile)
 
     @property
     def resolved_name(self) -> str:
         if self.name:
             return slugify(self.name)
         stem = self.benchmark if "/" not in self.benchmark and "." not in self.benchmark else Path(self.benchmark).stem
-        parts = [self.suite, stem, Configuration(self.mode, self.ablations).slug, f"n{self.n}", f"s{self.seed}"]
+        profile = self.config.get("profile", "")
+        parts = [self.suite, stem, Configuration(self.mode, self.ablations).slug, profile, f"n{self.n}", f"s{self.seed}"]
         if self.repeats > 1:
             parts.append(f"k{self.repeats}")
         if self.abstain:
@@ -131,6 +134,9 @@ def create(name: str, spec: EvaluationSpec, benchmark: Benchmark, config: dict, 
             EvaluationItem(evaluation=evaluation, task_id=tasks[t.key], repeat=repeat, expected_label=t.label, position=position)
             for position, t in enumerate(benchmark.triples) for repeat in range(spec.repeats)
         ], batch_size=2000)
+        from verifier.structure.training import retrain_if_learnt
+
+        transaction.on_commit(lambda: retrain_if_learnt(benchmark.kg, [t.key for t in benchmark.triples]))
         record_audit(actor=actor, action="evaluation.create", obj=evaluation,
                      after={"benchmark": spec.benchmark, "n": len(benchmark.triples), "config": config, "repeats": spec.repeats})
     return evaluation

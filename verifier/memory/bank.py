@@ -18,16 +18,37 @@ from verifier.models import MemoryEntry, Run
 SEED_BANK = Path(__file__).resolve().parents[1] / "data" / "memory_bank.json"
 
 
+# A run is guided by past cases of its own relation when they are at least this similar, and by cases of
+# another relation only when nearly the same claim: a shared first name (similarity 0.67) is not a precedent.
+MIN_SAME_RELATION_SIMILARITY = 0.3
+MIN_OTHER_RELATION_SIMILARITY = 0.8
+
+
+def _memory(entry: MemoryEntry) -> Memory:
+    return Memory(entry.pk, entry.triple_text, entry.trajectory, entry.verdict, round(1 - float(entry.distance), 4),
+                  lesson=entry.lesson, relation_label=entry.relation_label)
+
+
+def _nearest(text: str, k: int, **filters) -> list[MemoryEntry]:
+    return list(MemoryEntry.objects.filter(status=MemoryEntry.Status.ACTIVE, **filters)
+                .annotate(distance=CosineDistance("embedding", encoder.encode_one(text))).order_by("distance")[:k])
+
+
 def retrieve(text: str, k: int = 3) -> list[Memory]:
-    """The k active entries closest in meaning to ``text`` ("head relation tail")."""
+    """The k active entries closest in meaning to ``text`` ("head relation tail"), however close."""
+    return [_memory(e) for e in _nearest(text, k)] if k > 0 else []
+
+
+def for_claim(text: str, k: int = 3, relation_label: str = "") -> list[Memory]:
+    """The memories that guide a run: entries of the claim's relation first, then near-identical claims of
+    other relations; weak matches are refused (see the thresholds above)."""
     if k <= 0:
         return []
-    nearest = (
-        MemoryEntry.objects.filter(status=MemoryEntry.Status.ACTIVE)
-        .annotate(distance=CosineDistance("embedding", encoder.encode_one(text)))
-        .order_by("distance")[:k]
-    )
-    return [Memory(e.pk, e.triple_text, e.trajectory, e.verdict, round(1 - float(e.distance), 4)) for e in nearest]
+    same = [m for m in map(_memory, _nearest(text, k, relation_label=relation_label))
+            if m.similarity >= MIN_SAME_RELATION_SIMILARITY] if relation_label else []
+    others = [m for m in map(_memory, _nearest(text, k + len(same))) if m.similarity >= MIN_OTHER_RELATION_SIMILARITY
+              and m.id not in {s.id for s in same}]
+    return (same + others)[:k]
 
 
 def trajectory_of(run: Run) -> str:
@@ -44,14 +65,14 @@ def trajectory_of(run: Run) -> str:
 
 @transaction.atomic
 def add_entry(*, triple_text: str, trajectory: str, verdict: str, relation_label: str = "", kg=None,
-              source_run: Run | None = None, promoted_by=None, provenance: str = "") -> MemoryEntry:
+              source_run: Run | None = None, promoted_by=None, provenance: str = "", lesson: str = "") -> MemoryEntry:
     return MemoryEntry.objects.create(
-        kg=kg, triple_text=triple_text, relation_label=relation_label, trajectory=trajectory, verdict=verdict,
+        kg=kg, triple_text=triple_text, relation_label=relation_label, trajectory=trajectory, verdict=verdict, lesson=lesson,
         embedding=encoder.encode_one(triple_text), source_run=source_run, promoted_by=promoted_by, provenance=provenance,
     )
 
 
-EXPORT_FIELDS = ("triple_text", "relation_label", "trajectory", "verdict", "status", "provenance")
+EXPORT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "verdict", "status", "provenance")
 
 
 def export_bank(path: Path) -> int:
@@ -75,7 +96,8 @@ def import_bank(path: Path) -> tuple[int, int]:
             skipped += 1
             continue
         entry = add_entry(triple_text=row["triple_text"], trajectory=row["trajectory"], verdict=row["verdict"],
-                          relation_label=row.get("relation_label", ""), provenance=row.get("provenance") or f"imported from {path.name}")
+                          relation_label=row.get("relation_label", ""), lesson=row.get("lesson", ""),
+                          provenance=row.get("provenance") or f"imported from {path.name}")
         if row.get("status") == MemoryEntry.Status.RETIRED:
             entry.status = MemoryEntry.Status.RETIRED
             entry.save(update_fields=["status"])

@@ -11,11 +11,17 @@ from verifier.models.kg import (
     Triple,
 )
 from verifier.models.memory import AuditEvent, MemoryEntry, RunMemory
+from verifier.models.structure import ConfidenceModel, FitTriple, HeldOutTriple, MinedRule, StructuralModel
 from verifier.models.verification import Review, Run, Step, SupportItem, Verdict, VerificationTask
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
     "AuditEvent",
+    "ConfidenceModel",
+    "FitTriple",
+    "HeldOutTriple",
+    "MinedRule",
+    "StructuralModel",
     "Entity",
     "Evaluation",
     "EvaluationItem",

@@ -55,7 +55,7 @@ class Evaluation(models.Model):
         from verifier.evaluation.configs import configuration_label
 
         return configuration_label(self.mode, self.ablations, abstain=bool(self.config.get("abstain")),
-                                   samples=self.config.get("samples"))
+                                   samples=self.config.get("samples"), profile=self.config.get("profile"))
 
 
 class EvaluationItem(models.Model):

@@ -21,6 +21,7 @@ class MemoryEntry(models.Model):
     triple_text = models.TextField(help_text='"head relation tail", the text that is embedded')
     relation_label = models.CharField(max_length=500, blank=True)
     trajectory = models.TextField(help_text="Thought/Action/Observation sequence and final answer")
+    lesson = models.TextField(blank=True, help_text="the verdict and the evidence that decided it, shown to small models")
     verdict = models.CharField(max_length=20, choices=Verdict.choices)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE, db_index=True)

@@ -62,7 +62,12 @@ class Run(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
     explanation = models.TextField(blank=True)
-    confidence = models.FloatField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True, help_text="calibrated probability that the verdict is right")
+    # The evidence the confidence was computed from (structural probability, rules, reading, agent verdict).
+    assessment = models.JSONField(default=dict, blank=True)
+    disputed = models.BooleanField(default=False, help_text="the agent's verdict and the structural evidence disagree")
+    structural_model = models.ForeignKey("verifier.StructuralModel", null=True, blank=True, on_delete=models.SET_NULL,
+                                         related_name="runs", help_text="the embedding model that scored the triple")
     error = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -118,6 +123,8 @@ class SupportItem(models.Model):
         PASSAGE = "passage", "Passage"
         DEFINITION = "definition", "Definition"
         WEB = "web", "Web snippet"
+        PLAUSIBILITY = "plausibility", "Structural plausibility"
+        RULE = "rule", "Rule"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="support_items")
     step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="support_items")

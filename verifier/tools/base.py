@@ -9,7 +9,7 @@ from typing import Literal
 from verifier.evidence.base import EncyclopediaSource, WebSearchProvider
 from verifier.kg.base import KGBackend
 
-EvidenceKind = Literal["triple", "path", "passage", "definition", "web"]
+EvidenceKind = Literal["triple", "path", "passage", "definition", "web", "plausibility", "rule"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ class ToolContext:
     web: WebSearchProvider | None = None
     query: QueryTriple | None = None
     wiki_alpha: float = 0.5  # weight of the lexical score in hybrid passage retrieval
+    # The KG's embedding model and mined rules (verifier/structure/evidence.py); None for a SPARQL endpoint.
+    structure: object | None = None
 
     @property
     def exclude(self) -> frozenset[tuple[str, str, str]]:

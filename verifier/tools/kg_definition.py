@@ -77,9 +77,17 @@ def _profile_result(ctx: ToolContext, kind: str, resolved: Resolved, lookup, ren
     if profile is None:
         return ToolResult(f"The {kind} {resolved.id} has no profile in {ctx.kg.name}.", ok=False)
     text = render(profile)
-    item = EvidenceItem("definition", text, {kind: profile.id, "label": profile.label}, _source(ctx),
+    item = EvidenceItem("definition", text, {kind: profile.id, "label": profile.label, **_summary(profile)}, _source(ctx),
                         display=text.splitlines()[0])
     return ToolResult(_with_note(text, resolved.note), [item])
+
+
+def _summary(profile: EntityProfile | RelationProfile) -> dict:
+    """The profile's fields in the item's payload, for a compact rendering (verifier/agent/brief.py)."""
+    if isinstance(profile, RelationProfile):
+        return {"description": profile.description, "domain": [r.name for r in profile.domain],
+                "range": [r.name for r in profile.range]}
+    return {"description": profile.description, "types": [r.name for r in profile.types], "aliases": profile.aliases[:5]}
 
 
 def _source(ctx: ToolContext) -> str:

@@ -40,7 +40,7 @@ class ToolSpec:
     summary: str
     parameters: tuple[Parameter, ...]
     function: Callable[..., ToolResult]
-    category: str  # "kg" or "external": what the ablation switches turn off
+    category: str  # "kg", "structural" or "external": what the ablation switches turn off
     code_hash: str  # of the tool's module: a changed tool does not answer from old cache entries
 
     @property
@@ -104,12 +104,21 @@ def tool(name: str, *, category: str) -> Callable:
 
 def _load_tools() -> None:
     # Importing the tool modules runs their @tool declarations.
-    from verifier.tools import kg_definition, kg_neighbor, kg_path, web_evidence, wiki_evidence  # noqa: F401
+    from verifier.tools import (  # noqa: F401
+        kg_definition,
+        kg_neighbor,
+        kg_path,
+        kg_plausibility,
+        kg_rules,
+        read_sentences,
+        web_evidence,
+        wiki_evidence,
+    )
 
 
-def available(*, kg_tools: bool = True, external_tools: bool = True) -> list[ToolSpec]:
+def available(*, kg_tools: bool = True, external_tools: bool = True, structural_tools: bool = True) -> list[ToolSpec]:
     _load_tools()
-    allowed = {"kg": kg_tools, "external": external_tools}
+    allowed = {"kg": kg_tools, "external": external_tools, "structural": structural_tools}
     return [spec for spec in TOOLS.values() if allowed[spec.category]]
 
 

@@ -1,4 +1,5 @@
-"""One full verification by the real embedded model (SmolLM2-135M on llama.cpp, grammar-constrained)."""
+"""One full verification by the real embedded model (SmolLM2-135M on llama.cpp, grammar-constrained), in the
+profile a deployment on the embedded model runs by default (compact)."""
 
 import pytest
 
@@ -28,9 +29,15 @@ def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED, run.error
     assert run.verdict in ("correct", "incorrect")
+    assert run.config["profile"] == "compact"
     kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
-    assert kinds[0] == "plan" and kinds[-1] == "verdict" and "thought" in kinds
+    assert kinds[:3] == ["action", "observation", "plan"] and kinds[-1] == "verdict" and "thought" in kinds
     assert run.prompt_tokens > 0 and run.completion_tokens > 0
-    # Under the grammar every ReAct step is an action on a listed tool or the final answer.
+    # Under the grammars every reading is one of three words, and every step an action on a listed tool or the answer.
+    judgments = {item.payload["judgment"] for item in run.support_items.filter(kind="passage")}
+    assert judgments and judgments <= {"supports", "contradicts", "silent"}
     actions = list(run.steps.filter(kind="action").values_list("tool", flat=True))
-    assert set(actions) <= {"KG_Definition", "KG_Neighbor", "KG_Path", "Wiki_Evidence", "Web_Evidence"}
+    assert actions[0] == "Evidence_Brief" and set(actions[1:]) <= {
+        "KG_Definition", "KG_Neighbor", "KG_Path", "KG_Plausibility", "KG_Rules", "Read_Sentences", "Wiki_Evidence"}
+    # The probe read the model's log-odds (llama.cpp returns log-probabilities).
+    assert run.assessment["agent_logit"] is not None

@@ -157,7 +157,7 @@ def test_web_search_is_offered_only_when_a_provider_is_configured(task, monkeypa
 def test_memories_guide_the_run_and_are_recorded_with_similarity(task, world_kg):
     entry = bank.add_entry(triple_text="Terry Pratchett country of citizenship United Kingdom",
                            trajectory="Thought: check\nAction: KG_Neighbor(Terry Pratchett)\nFinal Answer: [Correct] Because [E1]",
-                           verdict="correct")
+                           verdict="correct", relation_label="country of citizenship")
     bank.add_entry(triple_text="Paris capital of France", trajectory="…", verdict="correct")
     run, requests = run_with(task, [PLAN, "Thought: ok\nFinal Answer: [Correct] Because my plan."], memory_k=1)
     used = list(run.memories_used.all())

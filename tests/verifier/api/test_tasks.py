@@ -95,6 +95,32 @@ def test_the_api_list_applies_the_same_filters_and_paginates(queue, client_as):
     assert (detail["verdict"], detail["agreement"], detail["confidence"]) == ("incorrect", "disagree", 0.4)
 
 
+def _dispute(run: Run, reason: str = "The structural model disagrees.") -> None:
+    run.disputed, run.assessment = True, {"disputed_reason": reason, "p_true": 0.2}
+    run.save(update_fields=["disputed", "assessment"])
+
+
+def test_the_disputed_filter_follows_the_latest_verdict(queue):
+    _dispute(queue["agreed"].runs.get())
+    _dispute(queue["rerun"].runs.order_by("id").first())  # an older verdict: the latest one is not disputed
+    assert ids(run_filter("disputed=true")) == pick(queue, "agreed")
+    assert sorted(ids(run_filter("disputed=false"))) == sorted(pick(queue, "overridden", "rerun", "pending", "requeued"))
+    with pytest.raises(QueueFilterError, match="disputed"):
+        run_filter("disputed=sometimes")
+
+
+def test_the_api_list_filters_on_disputed_and_says_which_verdicts_are(queue, client_as):
+    _dispute(queue["agreed"].runs.get())
+    client = client_as("viewer")
+    disputed = client.get(reverse("api:task-list") + "?disputed=true").json()["results"]
+    assert [(t["id"], t["disputed"]) for t in disputed] == [(queue["agreed"].pk, True)]
+    others = {t["id"]: t["disputed"] for t in client.get(reverse("api:task-list") + "?disputed=false").json()["results"]}
+    assert others == {queue["overridden"].pk: False, queue["rerun"].pk: False, queue["requeued"].pk: False,
+                      queue["pending"].pk: None}  # no verdict yet: nothing to dispute
+    refused = client.get(reverse("api:task-list") + "?disputed=perhaps")
+    assert refused.status_code == 400 and "disputed" in refused.content.decode()
+
+
 def test_assignee_me_in_the_api_is_the_caller(queue, client):
     client.force_login(queue["curator"])
     results = client.get(reverse("api:task-list") + "?assignee=me").json()["results"]

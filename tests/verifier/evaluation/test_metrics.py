@@ -95,5 +95,6 @@ def test_efficiency_averages_tool_shares_and_leak_count():
     assert efficiency["cost_usd"] == pytest.approx(0.001) and efficiency["total_cost_usd"] == pytest.approx(0.003)
     assert efficiency["latency_s"] == pytest.approx(5.0) and efficiency["median_latency_s"] == pytest.approx(4.0)
     assert efficiency["memories"] == pytest.approx(1.0)
-    assert figures["leakage"] == {"runs_checked": 3, "runs_with_query_triple": 1}
+    assert figures["leakage"] == {"runs_checked": 3, "runs_with_query_triple": 1, "runs_scored_by_a_model_trained_on_it": 0,
+                                  "triples_used_for_fitting": 0}
     assert figures["triples"] == 3 and figures["accuracy"] == pytest.approx(2 / 3)

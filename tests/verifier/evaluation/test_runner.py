@@ -93,7 +93,8 @@ def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg,
     assert figures["failed_runs"] == 2 and figures["models"] == ["scripted"]
     # Paris answered differently over its two repeats (H = 1 bit, K = 4 classes → 1 − 1/2); the other three alike (→ 1).
     assert figures["reliability"]["mean"] == pytest.approx(3.5 / 4)
-    assert figures["leakage"] == {"runs_checked": 8, "runs_with_query_triple": 0}
+    assert figures["leakage"] == {"runs_checked": 8, "runs_with_query_triple": 0, "runs_scored_by_a_model_trained_on_it": 0,
+                                      "triples_used_for_fitting": 0}
     assert figures["efficiency"]["turns"] == pytest.approx(6 / 8)  # failed runs stored no thought
 
     # The same command again finds the evaluation; other parameters under the same name are refused.

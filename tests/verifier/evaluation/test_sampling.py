@@ -130,7 +130,7 @@ def test_codex_pairs_are_relation_matched_and_kg_triples_are_dropped(data_dir, t
     (folder / "valid.txt").write_text("\n".join(known("valid.txt") + kg_lines[:3]) + "\n")  # three KG triples slipped in
     (folder / "valid_negatives.txt").write_text("\n".join(known("valid_negatives.txt")) + "\n")
     benchmark = build_benchmark("codex-s", n=40, seed=5, kg_name=kg.name, data_dir=tmp_path)
-    assert len(benchmark.triples) == 40 and benchmark.notes["dropped_in_kg"] == 3
+    assert len(benchmark.triples) == 40 and benchmark.notes["dropped_in_kg_or_fitted"] == 3
     labels_by_relation = Counter((t.relation_id, t.label) for t in benchmark.triples)
     for (relation, label), count in labels_by_relation.items():
         assert labels_by_relation[(relation, not label)] == count  # as many true as false per relation

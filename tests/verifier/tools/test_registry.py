@@ -9,7 +9,8 @@ from verifier.tools.registry import Toolbox, available, describe, tool
 
 def test_each_tool_is_declared_once_with_schema_from_signature_and_docstring():
     specs = {s.name: s for s in available()}
-    assert set(specs) == {"KG_Definition", "KG_Neighbor", "KG_Path", "Wiki_Evidence", "Web_Evidence"}
+    assert set(specs) == {"KG_Definition", "KG_Neighbor", "KG_Path", "KG_Plausibility", "KG_Rules", "Read_Sentences",
+                          "Wiki_Evidence", "Web_Evidence"}
     neighbor = specs["KG_Neighbor"].openai_tool()["function"]
     assert neighbor["name"] == "KG_Neighbor"
     assert neighbor["description"].startswith("List up to 20 facts")
@@ -20,8 +21,11 @@ def test_each_tool_is_declared_once_with_schema_from_signature_and_docstring():
 
 
 def test_ablation_switches_select_tool_categories():
-    assert {s.name for s in available(kg_tools=False)} == {"Wiki_Evidence", "Web_Evidence"}
-    assert {s.name for s in available(external_tools=False)} == {"KG_Definition", "KG_Neighbor", "KG_Path"}
+    kg, structural, external = ({"KG_Definition", "KG_Neighbor", "KG_Path"}, {"KG_Plausibility", "KG_Rules"},
+                                {"Read_Sentences", "Wiki_Evidence", "Web_Evidence"})
+    assert {s.name for s in available(kg_tools=False)} == structural | external
+    assert {s.name for s in available(external_tools=False)} == kg | structural
+    assert {s.name for s in available(structural_tools=False)} == kg | external
 
 
 def test_undocumented_or_untyped_arguments_are_refused_at_declaration():

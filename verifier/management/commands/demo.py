@@ -23,6 +23,7 @@ from verifier import health
 from verifier.memory.bank import SEED_BANK, seed_if_empty
 from verifier.models import KnowledgeGraph
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
+from verifier.structure.training import ensure_model
 
 DEMO_USERNAME = "demo"
 DEMO_USERS = {DEMO_USERNAME: ADMIN, "reviewer": REVIEWER, "curator": CURATOR, "viewer": VIEWER}
@@ -60,6 +61,10 @@ class Command(BaseCommand):
         kg = KnowledgeGraph.objects.filter(name="codex-s").first()
         if kg is not None and kg.version > 0:
             self.stdout.write(f"CoDEx-S already loaded (version {kg.version}).")
+            # Installations loaded before structural models existed (or whose training stopped) get one queued.
+            model = ensure_model(kg, reason="demo start")
+            if model is not None and model.status != model.Status.READY:
+                self.stdout.write("Queued the structural model of CoDEx-S: the worker trains it in the background.")
             return
         self.stdout.write("Loading CoDEx-S (first start only: embedding 2,034 passages takes a few minutes)…")
         call_command("load_kg", "codex-s")

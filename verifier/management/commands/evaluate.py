@@ -16,6 +16,7 @@ from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, p
 from verifier.evaluation.workers import worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.models import Evaluation
+from verifier.structure.training import TrainingError, wait_for_model
 
 
 def find_evaluation(key: str) -> Evaluation:
@@ -48,6 +49,8 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=None, help="runs in flight at once (default 1, or as before)")
         parser.add_argument("--abstain", action="store_true", help="allow 'Not enough evidence'")
         parser.add_argument("--t-max", type=int, default=None)
+        parser.add_argument("--profile", choices=["paper", "compact"], default=None,
+                            help="the agent's profile (default: KGV_AGENT_PROFILE; compact on the embedded model)")
         parser.add_argument("--samples", type=int, default=None, help="self-consistency samples (k)")
         parser.add_argument("--types", choices=TYPE_SCHEMES, default="auto", help="fine-grained types for negatives")
         parser.add_argument("--name", help="the evaluation's name (default: from its parameters)")
@@ -65,10 +68,11 @@ class Command(BaseCommand):
             evaluation = self._prepare(options)
         concurrency = options["concurrency"] or evaluation.concurrency
         try:
+            wait_for_model(evaluation.kg, log=self.stdout.write)
             with worker_pool(concurrency, log=self.stdout.write):
                 drive(evaluation, concurrency=concurrency, progress=not options["no_progress"], force=options["force"],
                       log=self.stdout.write)
-        except EvaluationError as exc:
+        except (EvaluationError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; continue with: manage.py evaluate --resume {evaluation.pk}") from None
@@ -87,7 +91,8 @@ class Command(BaseCommand):
                 benchmark=options["benchmark"], kg_name=options["kg"], n=options["n"], seed=options["seed"],
                 mode=options["mode"], ablations=parse_ablations(options["ablate"]), repeats=options["repeats"],
                 concurrency=options["concurrency"] or 1, abstain=options["abstain"], t_max=options["t_max"],
-                samples=options["samples"], types=options["types"], name=options["name"], suite=options["suite"])
+                samples=options["samples"], types=options["types"], name=options["name"], suite=options["suite"],
+                profile=options["profile"])
             evaluation, created = prepare(spec)
         except (EvaluationError, BenchmarkError, ImportRejected, ValueError) as exc:
             raise CommandError(str(exc)) from None

@@ -21,6 +21,7 @@ from verifier.kg.loader import ImportRejected
 from verifier.management.commands.evaluate import headline
 from verifier.memory.bank import SEED_BANK, seed_if_empty
 from verifier.models import KnowledgeGraph
+from verifier.structure.training import TrainingError, wait_for_model
 
 
 class Command(BaseCommand):
@@ -55,8 +56,13 @@ class Command(BaseCommand):
         t_max = options["t_max"]
         suite = options["suite"] or f"table-n{options['n']}-s{options['seed']}" + (f"-t{t_max}" if t_max else "")
         for benchmark in benchmarks:
+            kg_name = DATASETS[benchmark].kg_name if benchmark in DATASETS else options["kg"]
             if benchmark in DATASETS:
-                self._ensure_loaded(DATASETS[benchmark].kg_name)
+                self._ensure_loaded(kg_name)
+            try:
+                wait_for_model(KnowledgeGraph.objects.get(name=kg_name), log=self.stdout.write)
+            except TrainingError as exc:
+                raise CommandError(str(exc)) from None
         if added := seed_if_empty():  # the "− memory" row means nothing against an empty bank
             self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
         evaluations = []

@@ -10,6 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier.kg.loader import ImportRejected, load_source
 from verifier.kg.sources import SourceError, detect_source
+from verifier.structure.rules import mine_rules
+from verifier.structure.training import request_training
 
 DATASETS = {"codex-s": "codex-s", "fb15k-237": "fb15k-237"}
 
@@ -26,6 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("--replace", action="store_true", help="drop the KG's triples before loading")
         parser.add_argument("--no-embed", action="store_true", help="skip passage and relation embeddings")
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+        parser.add_argument("--no-kge", action="store_true",
+                            help="do not queue the training of the KG's structural model (manage.py train_kge does it later)")
 
     def handle(self, *args, **options):
         raw = options["source"]
@@ -51,3 +55,11 @@ class Command(BaseCommand):
         timings = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in report.timings.items())
         self.stdout.write(self.style.SUCCESS(f"Loaded in {elapsed:.1f}s: {report.summary()}"))
         self.stdout.write(f"  stages: {timings}")
+        started = time.perf_counter()
+        rules = mine_rules(report.kg)
+        self.stdout.write(f"Mined {rules:,} Horn rules (length ≤ 2) in {time.perf_counter() - started:.1f}s")
+        if not options["no_kge"]:
+            queued = request_training(report.kg, reason="KG loaded")
+            if queued is not None:
+                self.stdout.write(f"Queued the structural model of {report.kg.name} (#{queued.pk}); a Celery worker trains it "
+                                  f"in the background: progress at /health/ and on the workbench")

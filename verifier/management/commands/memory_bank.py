@@ -1,25 +1,44 @@
 """``manage.py memory_bank export bank.json`` / ``import bank.json`` — move the memory bank between
-installations (entries are re-embedded on import; identical entries are skipped)."""
+installations (entries are re-embedded on import; identical entries are skipped).
+
+``manage.py memory_bank bootstrap --kg codex-s --n 100`` — build candidate memories from the KG's own
+training triples (verifier/memory/bootstrap.py): the agent investigates them through Celery like an
+evaluation (resumable: run the same command again), and the runs that reached the right verdict become
+entries for curators to review."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier.memory import bank
+from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
+from verifier.evaluation.workers import worker_pool
+from verifier.memory import bank, bootstrap
+from verifier.models import Evaluation, KnowledgeGraph
+from verifier.structure.training import TrainingError, wait_for_model
 
 
 class Command(BaseCommand):
-    help = "Export or import the memory bank of curated investigations (JSON)."
+    help = "Export, import or bootstrap the memory bank of curated investigations."
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["export", "import"])
-        parser.add_argument("path", type=Path)
+        parser.add_argument("action", choices=["export", "import", "bootstrap"])
+        parser.add_argument("path", type=Path, nargs="?", help="the JSON file (export, import)")
+        parser.add_argument("--kg", help="bootstrap: the KG whose training triples are investigated")
+        parser.add_argument("--n", type=int, default=100, help="bootstrap: triples to investigate (half true)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--concurrency", type=int, default=1)
+        parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
-        path: Path = options["path"]
+        if options["action"] == "bootstrap":
+            return self._bootstrap(options)
+        path: Path | None = options["path"]
+        if path is None:
+            raise CommandError(f"{options['action']} needs the path of a JSON file")
         if options["action"] == "export":
             count = bank.export_bank(path)
             self.stdout.write(self.style.SUCCESS(f"Exported {count} memory entries to {path}"))
@@ -31,3 +50,28 @@ class Command(BaseCommand):
         except (ValueError, KeyError, json.JSONDecodeError) as exc:
             raise CommandError(f"{path}: {exc}") from None
         self.stdout.write(self.style.SUCCESS(f"Imported {added} memory entries ({skipped} already present)"))
+
+    def _bootstrap(self, options) -> None:
+        kg = KnowledgeGraph.objects.filter(name=options["kg"] or "").first()
+        if kg is None:
+            raise CommandError("bootstrap needs --kg NAME of a loaded KG")
+        name = f"memory-bootstrap-{kg.name}-n{options['n']}-s{options['seed']}"
+        try:
+            wait_for_model(kg, log=self.stdout.write)
+            evaluation = Evaluation.objects.filter(name=name).first()
+            if evaluation is None:
+                rows = bootstrap.draw(kg, options["n"], seed=options["seed"])
+                path = bootstrap.write_benchmark(kg, rows, settings.KGV_CACHE_DIR / "memory-bootstrap" / f"{name}.tsv")
+                evaluation, _ = prepare(EvaluationSpec(benchmark=str(path), kg_name=kg.name, n=len(rows), seed=options["seed"],
+                                                       concurrency=options["concurrency"], name=name))
+            self.stdout.write(f"Investigating {evaluation.items.count()} training triples of {kg.name} ({evaluation.name})…")
+            with worker_pool(options["concurrency"], log=self.stdout.write):
+                drive(evaluation, concurrency=options["concurrency"], progress=not options["no_progress"], log=self.stdout.write)
+        except (EvaluationError, TrainingError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise CommandError("interrupted; run the same command again to continue") from None
+        added, skipped = bootstrap.harvest(evaluation)
+        self.stdout.write(self.style.SUCCESS(
+            f"Added {added} memories from runs that reached the right verdict ({skipped} skipped: wrong verdict or already "
+            f"in the bank); they are marked for review in their provenance. Export them with: manage.py memory_bank export"))

@@ -30,6 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-planning", action="store_true")
         parser.add_argument("--no-kg-tools", action="store_true")
         parser.add_argument("--no-external-tools", action="store_true")
+        parser.add_argument("--no-structural-tools", action="store_true")
+        parser.add_argument("--profile", choices=["paper", "compact"], help="default: compact on the embedded model")
         parser.add_argument("--abstain", action="store_true", help="allow 'Not enough evidence'")
         parser.add_argument("--queue", action="store_true", help="run on a Celery worker and follow it")
 
@@ -46,7 +48,9 @@ class Command(BaseCommand):
             tail=kg.entities.get(external_id=claim.tail), defaults={"source": "manage.py verify"})
         config = {"mode": options["mode"], "use_memory": not options["no_memory"], "use_planning": not options["no_planning"],
                   "kg_tools": not options["no_kg_tools"], "external_tools": not options["no_external_tools"],
-                  "abstain": options["abstain"]}
+                  "structural_tools": not options["no_structural_tools"], "abstain": options["abstain"]}
+        if options["profile"]:
+            config["profile"] = options["profile"]
         if options["t_max"]:
             config["t_max"] = options["t_max"]
         try:
@@ -66,9 +70,14 @@ class Command(BaseCommand):
         if run.status != Run.Status.SUCCEEDED:
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")
         memories = ", ".join(f"#{m.entry_id} ({m.similarity:.2f})" for m in run.memories_used.all()) or "none"
+        confidence = f"confidence {run.confidence:.2f}" if run.confidence is not None else "confidence not calibrated yet"
+        seconds = (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else 0
         self.stdout.write(self.style.SUCCESS(
-            f"\nVerdict: {run.get_verdict_display()} — {run.prompt_tokens:,} prompt + {run.completion_tokens:,} completion tokens, "
+            f"\nVerdict: {run.get_verdict_display()} ({confidence}{', disputed' if run.disputed else ''}) — "
+            f"{run.prompt_tokens:,} prompt + {run.completion_tokens:,} completion tokens, {seconds:.0f} s, "
             f"${run.cost_usd}, model {run.model}; memories used: {memories}"))
+        if run.disputed:
+            self.stdout.write(run.assessment.get("disputed_reason", ""))
 
     def _print(self, step: Step) -> None:
         body = step.content if len(step.content) < 2000 else step.content[:2000] + " …"

@@ -1,0 +1,152 @@
+"""The compact profile against a scripted OpenAI-compatible server: the evidence brief, focused reading, the
+fenced memories, the weighed verdict with its confidence, and the dispute flag."""
+
+import math
+
+import pytest
+
+from tests.openai_server import ScriptedOpenAIServer, TextReply
+from verifier.agent.llm import OpenAICompatibleLLM
+from verifier.agent.weighing import FEATURES, Evidence, Weights
+from verifier.memory import bank
+from verifier.models import ConfidenceModel, Run, SupportItem, VerificationTask
+from verifier.runner import execute_run
+from verifier.services import start_run
+from verifier.structure.rules import mine_rules
+
+pytestmark = pytest.mark.django_db
+
+PLAN = "=== Initial Impression ===\n[Correct] Because [E1].\n=== Strategic Plan ===\n[Step 1] Give the Final Answer from the brief"
+ANSWER = "Thought: The brief suffices.\nFinal Answer: [Correct] Because he was born in Cambridge [E9]."
+
+
+@pytest.fixture
+def task(world_kg):
+    mine_rules(world_kg)
+    kg = world_kg
+    return VerificationTask.objects.create(kg=kg, head=kg.entities.get(external_id="Q42"),
+                                           relation=kg.relations.get(external_id="P27"), tail=kg.entities.get(external_id="Q145"))
+
+
+def reader(judgment: str, plan: str = PLAN, answer: str = ANSWER):
+    """A scripted model: every reading question gets ``judgment``; then the plan; then the answer."""
+
+    def reply(body: dict) -> str:
+        system = body["messages"][0]["content"]
+        if system.startswith("You judge whether one sentence"):
+            return judgment
+        if body["messages"][-1]["content"].startswith("Considering all the evidence above"):
+            return TextReply("Correct", top_logprobs={"Correct": -0.2, "Incorrect": -1.8, "True": -4.0})
+        if body["messages"][-1]["content"].rstrip().endswith('or "Give the Final Answer from the brief".'):
+            return plan
+        return answer
+
+    return reply
+
+
+def run_compact(task, script, **config):
+    with ScriptedOpenAIServer(script) as server:
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
+        run = start_run(task=task, config={"profile": "compact", **config}, queue=False)
+        execute_run(run.pk, llm=llm)
+        run.refresh_from_db()
+        return run, server.requests
+
+
+def test_the_brief_gathers_profiles_facts_paths_and_judged_sentences_before_the_first_model_call(task):
+    run, requests = run_compact(task, reader("supports"))
+    steps = list(run.steps.order_by("seq"))
+    assert [s.kind for s in steps][:3] == ["action", "observation", "plan"]
+    assert steps[0].tool == "Evidence_Brief"
+    brief = steps[1].content
+    assert brief.startswith("Evidence brief for the claim (Douglas Adams, country of citizenship, United Kingdom):")
+    assert "Douglas Adams: English writer and humorist (types: human)" in brief
+    assert "Relation country of citizenship:" in brief
+    # No structural model is trained for this KG: the brief says why instead of a probability.
+    assert "No structural model has been trained for world yet" in brief
+    assert "No other country of citizenship of Douglas Adams is in the KG." in brief  # the claim itself is withheld
+    assert "(Douglas Adams) -[place of birth]-> (Cambridge) -[country]-> (United Kingdom)" in brief
+    assert "Text (each sentence judged against the claim):" in brief and 'supports: "Douglas' in brief
+    assert "(Douglas Adams) -[country of citizenship]-> (United Kingdom)" not in brief
+    # Every line with a key is a stored evidence item; judged sentences carry their judgment.
+    judged = SupportItem.objects.filter(run=run, kind="passage")
+    assert judged and all(item.payload["judgment"] == "supports" for item in judged)
+    # The first model calls are the reading questions (one sentence each), then the plan.
+    readings = [r for r in requests if r.messages[0]["content"].startswith("You judge whether one sentence")]
+    assert len(readings) == judged.count() and all(r.body["max_tokens"] <= 4 for r in readings)
+    assert requests.index(readings[-1]) < len(readings)
+
+
+def test_memories_are_fenced_lessons_and_never_the_claim_under_decision(task):
+    bank.add_entry(triple_text="Jean-Paul Sartre country of citizenship France",
+                   trajectory="Thought: long trajectory …\nFinal Answer: [Correct] Because he was French [E2].",
+                   verdict="correct", relation_label="country of citizenship", kg=task.kg,
+                   lesson="Sartre's own article calls him a French philosopher [E2].")
+    run, requests = run_compact(task, reader("silent"))
+    assert run.memories_used.count() == 1
+    decision = [r for r in requests if not r.messages[-1]["content"].startswith("Considering all")][-1].messages
+    last_user = [m["content"] for m in decision if m["role"] == "user"][-1]
+    assert last_user.endswith("The claim under verification is: Douglas Adams — country of citizenship — United Kingdom. "
+                              "Decide about this claim only.")
+    opening = decision[1]["content"]
+    assert "<<< past case about a different claim: \"Jean-Paul Sartre country of citizenship France\"" in opening
+    assert "Sartre's own article calls him a French philosopher" in opening and "long trajectory" not in opening
+    assert "never use them as evidence for this claim" in opening
+    # The claim under test is the claim of the prompt; the memory's claim only appears inside its fence.
+    assert opening.startswith("Claim to verify: (Douglas Adams [Q42], country of citizenship [P27], United Kingdom [Q145])")
+    assert opening.count("Jean-Paul Sartre") == 1
+
+
+def test_a_weak_or_other_relation_memory_is_refused(task):
+    bank.add_entry(triple_text="Douglas Hurd place of birth Marlborough", trajectory="x", verdict="correct",
+                   relation_label="place of birth", kg=task.kg, lesson="y")
+    assert bank.for_claim("Douglas Adams country of citizenship United Kingdom", 3, "country of citizenship") == []
+
+
+def _fit_weights(**coefficients) -> ConfidenceModel:
+    values = [coefficients.get(name, 0.0) for name in FEATURES]
+    return ConfidenceModel.objects.create(features=FEATURES, coefficients=values, intercept=0.0, source="hand-made")
+
+
+def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model_answer(task):
+    _fit_weights(agent_correct=0.5, contradicts=-3.0)
+    run, _ = run_compact(task, reader("contradicts"))
+    answer = "correct"  # the scripted model said Correct, and its one-token probe leans Correct
+    assert run.assessment["agent_verdict"] == answer
+    assert run.assessment["agent_logit"] == pytest.approx(math.log(math.exp(-0.2) + math.exp(-4.0)) + 1.8, abs=1e-3)
+    assert "verdict probe: the model puts P(Correct) at" in run.steps.filter(kind="thought").last().content
+    assert run.verdict == "incorrect"  # 0.5 − 3 × (sentences judged contradicting) < 0
+    assert "The evidence outweighs the model's answer (Correct" in run.explanation
+    p_true = run.assessment["p_true"]
+    assert run.confidence == pytest.approx(1 - p_true, abs=1e-4) and run.confidence > 0.9
+    verdict_step = run.steps.get(kind="verdict")
+    assert verdict_step.content.startswith("[Incorrect]")
+    cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
+    assert set(run.assessment["keys"]["contradicts"]) <= cited
+
+
+def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
+    _fit_weights(agent_correct=0.5, structural_missing=-1.0)
+    script = [PLAN, "Thought: check.\nAction: KG_Neighbor(Douglas Adams)", "Thought: ok.\nFinal Answer: [Correct] Because of [E1]."]
+    with ScriptedOpenAIServer(script) as server:
+        run = start_run(task=task, config={"profile": "paper"}, queue=False)
+        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0))
+    run.refresh_from_db()
+    assert run.config["profile"] == "paper" and run.verdict == "correct"  # σ(0.5 − 1) < 0.5, yet the answer stands
+    assert run.assessment["p_true"] == pytest.approx(0.3775, abs=1e-3)
+    assert run.confidence == pytest.approx(0.3775, abs=1e-3)
+
+
+def test_without_a_fitted_weighing_the_answer_stands_without_confidence(task):
+    run, _ = run_compact(task, reader("contradicts"))
+    assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct" and run.confidence is None
+    assert run.assessment["p_true"] is None and run.assessment["reading"]["contradicts"] >= 1
+
+
+def test_disputed_when_the_answer_and_the_structural_probability_disagree_clearly():
+    assert Evidence("correct", structural_probability=0.2).dispute().startswith("The agent answered Correct")
+    assert Evidence("incorrect", structural_probability=0.8).dispute().startswith("The agent answered Incorrect")
+    assert Evidence("correct", structural_probability=0.45).dispute() == ""  # not clearly
+    assert Evidence("correct").dispute() == ""  # no structural evidence, no dispute
+    weights = Weights(tuple([1.0] + [0.0] * (len(FEATURES) - 1)), 0.0)
+    assert weights.probability(Evidence("correct")) == pytest.approx(0.7311, abs=1e-4)

@@ -1,0 +1,63 @@
+"""Calibration of scores into probabilities, on hand-made score sets, and the calibration error."""
+
+import numpy as np
+import pytest
+
+from verifier.structure.calibration import expected_calibration_error, fit_relation_calibrator, reliability_bins
+
+
+def _scores(rng, n, true_mean, false_mean):
+    x_true = rng.normal(true_mean, 1.0, size=(n, 2))
+    x_false = rng.normal(false_mean, 1.0, size=(n, 2))
+    return np.vstack([x_true, x_false]), np.array([True] * n + [False] * n)
+
+
+def test_a_relation_whose_scores_sit_elsewhere_gets_its_own_scaling():
+    rng = np.random.default_rng(0)
+    # Relation "a": true triples score around 2, false around -2. Relation "b": both shifted down by 4,
+    # so a shared threshold would call every "b" triple false.
+    xa, ya = _scores(rng, 200, 2.0, -2.0)
+    xb, yb = _scores(rng, 200, -2.0, -6.0)
+    x = np.vstack([xa, xb])
+    labels = np.concatenate([ya, yb])
+    relations = ["a"] * len(ya) + ["b"] * len(yb)
+    calibrator = fit_relation_calibrator(x, relations, labels, feature_names=["s1", "s2"], c=1.0)
+    accuracy_b = np.mean([(calibrator.probability(row, "b") >= 0.5) == y for row, y in zip(xb, yb, strict=True)])
+    assert accuracy_b > 0.9
+    assert calibrator.probability([-2.0, -2.0], "b") > 0.8  # a true-looking "b" score
+    assert calibrator.probability([-2.0, -2.0], "a") < 0.2  # the same score is a false-looking "a" score
+
+
+def test_an_unseen_relation_falls_back_on_the_shared_fit_and_the_fit_survives_serialisation():
+    rng = np.random.default_rng(1)
+    x, labels = _scores(rng, 150, 1.5, -1.5)
+    calibrator = fit_relation_calibrator(x, ["a"] * len(labels), labels, feature_names=["s1", "s2"])
+    restored = type(calibrator).from_dict(calibrator.to_dict())
+    assert restored.probability([3.0, 3.0], "unseen") > 0.9
+    assert restored.probability([-3.0, -3.0], "unseen") < 0.1
+    assert restored.probability([0.5, 0.1], "a") == pytest.approx(calibrator.probability([0.5, 0.1], "a"))
+
+
+def test_each_relation_counts_as_a_balanced_prior_whatever_its_label_mix():
+    rng = np.random.default_rng(2)
+    # 90% of relation "a"'s examples are false, but the scores carry no information: P(true) must stay near 0.5.
+    x = rng.normal(0.0, 1.0, size=(400, 2))
+    labels = np.array([True] * 40 + [False] * 360)
+    calibrator = fit_relation_calibrator(x, ["a"] * 400, labels, feature_names=["s1", "s2"])
+    assert calibrator.probability([0.0, 0.0], "a") == pytest.approx(0.5, abs=0.1)
+
+
+def test_calibration_needs_both_labels():
+    with pytest.raises(ValueError, match="both true and false"):
+        fit_relation_calibrator(np.zeros((4, 2)), ["a"] * 4, [True] * 4, feature_names=["s1", "s2"])
+
+
+def test_expected_calibration_error_by_hand():
+    # Bin 0.9-1.0: confidence 0.95 ×4, 3 right (0.75) → |0.75 − 0.95| = 0.2, weight 4/8.
+    # Bin 0.6-0.7: confidence 0.65 ×4, 2 right (0.5) → 0.15, weight 4/8.
+    confidence = [0.95] * 4 + [0.65] * 4
+    right = [True, True, True, False, True, True, False, False]
+    assert expected_calibration_error(confidence, right) == pytest.approx(0.5 * 0.2 + 0.5 * 0.15)
+    bins = reliability_bins(confidence, right)
+    assert [(b["low"], b["n"], b["accuracy"]) for b in bins] == [(0.6, 4, 0.5), (0.9, 4, 0.75)]
+    assert expected_calibration_error([0.8] * 10, [True] * 8 + [False] * 2) == pytest.approx(0.0)

@@ -1,0 +1,137 @@
+"""The evidence brief: what every investigation needs, gathered by the tools before the first model call
+and written compactly, each line an evidence item under its key.
+
+Sections, each present only when its tool is offered and answered: the two entities and the relation
+(profile lines), the structural plausibility (KG_Plausibility), rules for and against (KG_Rules), what
+the KG already says about the head for this relation and its closest related facts (KG_Neighbor), how
+head and tail are connected (KG_Path), and the most relevant sentences with a judgment each
+(Read_Sentences, judged by the model: see verifier/agent/compact.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from verifier.agent.steps import Claim, KeyedItem
+from verifier.agent.support import SupportSet
+from verifier.tools.base import EvidenceItem, ToolResult
+
+# (tool, arguments from the claim): the deterministic calls of a brief, in the order they are written.
+CALLS: tuple[tuple[str, Callable[[Claim], list[str]]], ...] = (
+    ("KG_Definition", lambda c: [c.head]),
+    ("KG_Definition", lambda c: [c.tail]),
+    ("KG_Definition", lambda c: [c.relation]),
+    ("KG_Plausibility", lambda c: [c.head, c.relation, c.tail]),
+    ("KG_Rules", lambda c: [c.head, c.relation, c.tail]),
+    ("KG_Neighbor", lambda c: [c.head, c.relation]),
+    ("KG_Path", lambda c: [c.head, c.tail]),
+    ("Read_Sentences", lambda c: [c.head, c.relation, c.tail]),
+)
+MAX_RULE_LINES = 4
+MAX_RELATED_FACTS = 3
+MAX_PATHS = 3
+
+
+@dataclass
+class Gathered:
+    """The tools' answers for a brief, by tool name (KG_Definition: a list, one per call)."""
+
+    results: dict[str, list[ToolResult]] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    def first(self, tool: str) -> ToolResult | None:
+        found = self.results.get(tool) or []
+        return found[0] if found else None
+
+
+def gather(claim: Claim, call: Callable[[str, list[str]], ToolResult], offered: set[str]) -> Gathered:
+    gathered = Gathered()
+    for tool, arguments in CALLS:
+        if tool not in offered:
+            continue
+        args = arguments(claim)
+        gathered.calls.append(f"{tool}({', '.join(args)})")
+        gathered.results.setdefault(tool, []).append(call(tool, args))
+    return gathered
+
+
+def _profile_line(item: EvidenceItem) -> str:
+    p = item.payload
+    if "relation" in p:
+        expects = ""
+        if p.get("domain") or p.get("range"):
+            expects = f" (subject: {', '.join(p.get('domain') or ['any'])}; object: {', '.join(p.get('range') or ['any'])})"
+        return f"Relation {p.get('label')}: {p.get('description') or 'no description'}{expects}"
+    types = f" (types: {', '.join(p['types'][:4])})" if p.get("types") else ""
+    return f"{p.get('label')}: {p.get('description') or 'no description'}{types}"
+
+
+def _is_claim_relation(item: EvidenceItem, claim: Claim) -> bool:
+    return item.payload.get("relation") == claim.relation and item.payload.get("head") == claim.head
+
+
+class BriefWriter:
+    """Writes the sections, adding each shown item to the run's support set (so its key is stable)."""
+
+    def __init__(self, claim: Claim, support: SupportSet):
+        self.claim, self.support = claim, support
+        self.lines: list[str] = []
+        self.items: list[KeyedItem] = []
+
+    def item(self, item: EvidenceItem, line: str) -> None:
+        keyed = self.support.add(item)
+        if keyed not in self.items:
+            self.items.append(keyed)
+        self.lines.append(f"[{keyed.key}] {line}")
+
+    def note(self, line: str) -> None:
+        self.lines.append(line)
+
+    def section(self, title: str) -> None:
+        self.lines.append(title)
+
+    def write(self, gathered: Gathered, judged: list[tuple[EvidenceItem, str]]) -> str:
+        c = self.claim
+        self.note(f"Evidence brief for the claim ({c.head_label}, {c.relation_label}, {c.tail_label}):")
+        definitions = [i for r in gathered.results.get("KG_Definition", []) for i in r.items]
+        if definitions:
+            self.section("Entities and relation:")
+            for item in definitions:
+                self.item(item, _profile_line(item))
+        self._plain_section("Structural model:", gathered.first("KG_Plausibility"), limit=3)
+        self._plain_section("Rules:", gathered.first("KG_Rules"), limit=MAX_RULE_LINES)
+        self._neighbours(gathered.first("KG_Neighbor"))
+        self._plain_section(f"Connections between {c.head_label} and {c.tail_label}:", gathered.first("KG_Path"), limit=MAX_PATHS)
+        if judged:
+            self.section("Text (each sentence judged against the claim):")
+            for item, judgment in judged:
+                self.item(item, f'{judgment}: "{item.text}" ({item.payload.get("title", "")})')
+        return "\n".join(self.lines)
+
+    def _plain_section(self, title: str, result: ToolResult | None, *, limit: int) -> None:
+        if result is None:
+            return
+        self.section(title)
+        if not result.items:
+            self.note(result.text.splitlines()[0] if result.text else "(no answer)")
+            return
+        for item in result.items[:limit]:
+            self.item(item, item.text)
+
+    def _neighbours(self, result: ToolResult | None) -> None:
+        if result is None:
+            return
+        c = self.claim
+        own = [i for i in result.items if _is_claim_relation(i, c)]
+        self.section(f"What the KG says about {c.head_label} for {c.relation_label}:")
+        if own:
+            for item in own:
+                self.item(item, item.text)
+        else:
+            self.note(f"No other {c.relation_label} of {c.head_label} is in the KG.")
+        related = [i for i in result.items if not _is_claim_relation(i, c)][:MAX_RELATED_FACTS]
+        if related:
+            self.section(f"Closest related facts about {c.head_label}:")
+            for item in related:
+                self.item(item, item.text)

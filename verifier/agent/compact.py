@@ -1,0 +1,129 @@
+"""The compact profile: the method's loop, shaped for a small model on a CPU.
+
+A 1.5B model cannot search a graph in forty thousand tokens, but it can weigh a short brief and judge
+a sentence. So, in one conversation (its prefix is reused by a caching server call after call):
+
+1. Evidence brief — the tools answer the questions every investigation asks (verifier/agent/brief.py),
+   before any model call; this is observation 0.
+2. Focused reading — the few most relevant sentences are judged supports / contradicts / silent, one
+   short call each, and enter the brief as judged evidence.
+3. Planning — the paper's initial impression and strategic plan, from the brief and the lessons of
+   past cases (fenced, short, never about this claim).
+4. A short ReAct loop (default four steps) that only fetches what is missing or conflicting, with the
+   claim restated before every decision and tool output trimmed to its first lines; then the Final
+   Answer, or the mandatory judgment at the step limit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from verifier.agent import prompts
+from verifier.agent.brief import BriefWriter, gather
+from verifier.agent.parsing import ParseError, parse_plan, parse_step
+from verifier.agent.steps import AgentStep
+from verifier.tools.base import EvidenceItem
+
+if TYPE_CHECKING:
+    from verifier.agent.loop import Investigation
+
+JUDGMENTS = ("supports", "contradicts", "silent")
+OBSERVATION_LINES = 10  # a tool answer in the loop is cut to its header and first lines
+PLAN_TOKENS = 120
+READING_TOKENS = 4
+
+
+def judge_sentence(inv: Investigation, item: EvidenceItem) -> tuple[str, int, int]:
+    """(judgment, prompt tokens, completion tokens) of one sentence against the claim."""
+    messages = [{"role": "system", "content": prompts.READING_SYSTEM},
+                {"role": "user", "content": prompts.reading_prompt(inv.claim, item.text, item.payload.get("title", ""))}]
+    grammar = prompts.READING_GRAMMAR if inv.config.use_grammar else None
+    completion = inv.llm.complete(messages, grammar=grammar, max_tokens=READING_TOKENS, temperature=0)
+    word = completion.text.strip().lower()
+    judgment = next((j for j in JUDGMENTS if word.startswith(j[:5])), "silent")
+    return judgment, completion.prompt_tokens, completion.completion_tokens
+
+
+def _brief(inv: Investigation) -> Iterator[AgentStep]:
+    """The brief's action and its observation (with the reading calls' tokens)."""
+    claim = inv.claim
+    arguments = {"head": claim.head, "relation": claim.relation, "tail": claim.tail}
+    yield AgentStep("action", f"Evidence_Brief({claim.head}, {claim.relation}, {claim.tail})", tool="Evidence_Brief",
+                    arguments=arguments)
+    started = time.perf_counter()
+    gathered = gather(claim, inv.tools.call, set(inv.tools.specs))
+    sentences = gathered.results.pop("Read_Sentences", [])
+    judged, prompt_tokens, completion_tokens = [], 0, 0
+    for item in (sentences[0].items if sentences else []):
+        judgment, used_in, used_out = judge_sentence(inv, item)
+        prompt_tokens, completion_tokens = prompt_tokens + used_in, completion_tokens + used_out
+        judged.append((EvidenceItem(item.kind, item.text, {**item.payload, "judgment": judgment}, item.source,
+                                    display=item.display), judgment))
+    writer = BriefWriter(claim, inv.support)
+    inv.brief_text = writer.write(gathered, judged)
+    for call in gathered.calls:
+        inv.done_calls[call.casefold()] = [i.key for i in writer.items]
+    yield AgentStep("observation", inv.brief_text, tool="Evidence_Brief", items=writer.items, prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+
+
+def _opening(inv: Investigation) -> str:
+    parts = [prompts.claim_text(inv.claim), inv.brief_text, prompts.lessons_text(inv.memories)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _plan(inv: Investigation, messages: list[dict]) -> Iterator[AgentStep]:
+    started = time.perf_counter()
+    ask = {"role": "user", "content": f"{_opening(inv)}\n\n{prompts.COMPACT_PLAN_REQUEST}"}
+    grammar = prompts.COMPACT_PLAN_GRAMMAR if inv.config.use_grammar else None
+    completion = inv.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS)
+    plan = parse_plan(completion.text)
+    inv.impression, inv.plan_text = plan.impression, completion.text.strip()
+    messages += [ask, {"role": "assistant", "content": inv.plan_text}]
+    yield AgentStep("plan", inv.plan_text, prompt_tokens=completion.prompt_tokens,
+                    completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+
+
+def trimmed(observation: str) -> str:
+    lines = observation.splitlines()
+    if len(lines) <= OBSERVATION_LINES:
+        return observation
+    return "\n".join(lines[:OBSERVATION_LINES] + [f"(… {len(lines) - OBSERVATION_LINES} more lines not shown)"])
+
+
+def investigate(inv: Investigation) -> Iterator[AgentStep]:
+    """All steps of a compact-profile investigation (see the module docstring)."""
+    yield from _brief(inv)
+    system = prompts.COMPACT_REACT_SYSTEM.format(tools=inv.tool_list(), t_max=inv.config.t_max,
+                                                 abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
+    messages: list[dict] = [{"role": "system", "content": system}]
+    if inv.config.use_planning:
+        yield from _plan(inv, messages)
+        messages.append({"role": "user", "content": f"Now verify the claim step by step. {prompts.claim_reminder(inv.claim)}"})
+    else:
+        messages.append({"role": "user", "content": f"{_opening(inv)}\n\nVerify the claim step by step. "
+                                                    f"{prompts.claim_reminder(inv.claim)}"})
+    grammar = prompts.step_grammar(list(inv.tools.specs), abstain=inv.config.abstain) if inv.config.use_grammar else None
+    inv.corrected = False
+    for _ in range(inv.config.t_max):
+        started = time.perf_counter()
+        completion = inv.llm.complete(messages, stop=inv.stop, grammar=grammar, max_tokens=inv.config.max_step_tokens)
+        text = completion.text.strip()
+        try:
+            parsed = parse_step(text)
+        except ParseError as error:
+            yield AgentStep("thought", text or "(empty reply)", prompt_tokens=completion.prompt_tokens,
+                            completion_tokens=completion.completion_tokens)
+            yield from inv.observe(messages, text, f"Format error: {error} {prompts.claim_reminder(inv.claim)}")
+            continue
+        if parsed.final is not None:
+            if (yield from inv.conclude(messages, completion, started, text, parsed)):
+                return
+            continue
+        yield AgentStep("thought", parsed.thought, prompt_tokens=completion.prompt_tokens,
+                        completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+        observation = yield from inv.act(parsed.tool, parsed.arguments)
+        inv.remember(messages, text, f"{trimmed(observation)}\n{prompts.claim_reminder(inv.claim)}")
+    yield from inv.judgment(messages)

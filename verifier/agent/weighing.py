@@ -1,0 +1,137 @@
+"""Weighing a run's evidence into P(triple true): the features, and what a fitted weighing says.
+
+The features come from the run's evidence items (their kind and payload — the same whether read from
+the agent's support set or from stored SupportItems): the model's own answer (±1) and how sure it is of it
+(the log-odds of Correct against Incorrect in a one-word verdict, when the endpoint returns
+log-probabilities: a small model's binary answers lean Correct, its log-odds still rank), the logits of the
+structural model's and the rule evidence's calibrated probabilities (0 with a "missing" indicator when
+the run had none), how many of the sentences it read the model judged to support or contradict the
+claim, whether one of them (about one end of the claim) names the other end, and how close the most
+relevant one is to the claim. The weights
+are fitted on labelled runs (verifier/confidence.py); the agent gets them as a ``Weigher``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+FEATURES = ["agent_correct", "agent_logit", "structural_logit", "structural_missing", "rule_logit", "rule_missing",
+            "supports", "contradicts", "mentioned", "relevance"]
+DISPUTE_MARGIN = 0.15  # the structural probability must sit this far on the other side of 0.5
+MAX_LOGIT = 6.0
+
+
+def logit(p: float | None) -> float:
+    if p is None:
+        return 0.0
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return max(-MAX_LOGIT, min(MAX_LOGIT, math.log(p / (1 - p))))
+
+
+@dataclass
+class Evidence:
+    agent_verdict: str  # the language model's own answer
+    agent_logit: float | None = None  # log P(Correct) − log P(Incorrect) of its one-word verdict (the probe)
+    structural_probability: float | None = None
+    rule_probability: float | None = None
+    reading: dict = field(default_factory=lambda: {"supports": 0, "contradicts": 0, "silent": 0})
+    mentioned: bool = False  # a sentence about one end of the claim names the other
+    relevance: float = 0.0  # how close the most relevant sentence read is to the claim
+    structural_model: int | None = None
+    keys: dict = field(default_factory=dict)  # feature → the evidence keys it came from
+
+    def vector(self) -> list[float]:
+        return [1.0 if self.agent_verdict == "correct" else -1.0, self.agent_logit or 0.0,
+                logit(self.structural_probability), float(self.structural_probability is None),
+                logit(self.rule_probability), float(self.rule_probability is None),
+                float(self.reading.get("supports", 0)), float(self.reading.get("contradicts", 0)),
+                float(self.mentioned), self.relevance]
+
+    def dispute(self) -> str:
+        """Why the model's answer and the structural evidence disagree, or "" when they do not (clearly)."""
+        p = self.structural_probability
+        if p is None or self.agent_verdict not in ("correct", "incorrect"):
+            return ""
+        if self.agent_verdict == "correct" and p <= 0.5 - DISPUTE_MARGIN:
+            return f"The agent answered Correct, but the structural model gives the triple a probability of {p:.2f}."
+        if self.agent_verdict == "incorrect" and p >= 0.5 + DISPUTE_MARGIN:
+            return f"The agent answered Incorrect, but the structural model gives the triple a probability of {p:.2f}."
+        return ""
+
+
+_YES = ("correct", "true", "yes")
+_NO = ("incorrect", "false", "no", "wrong")
+
+
+def probe_logit(first_token_logprobs: dict[str, float]) -> float | None:
+    """log P(Correct) − log P(Incorrect) from a one-word answer's first-token alternatives (tokens reading
+    Correct/True/Yes against Incorrect/False/No, "In" counting as the start of Incorrect); None when the
+    endpoint sent no log-probabilities or neither side appears."""
+    yes = no = 0.0
+    for token, logprob in first_token_logprobs.items():
+        word = token.strip().lower()
+        if word.startswith(_NO) or word == "in":
+            no += math.exp(logprob)
+        elif word.startswith(_YES):
+            yes += math.exp(logprob)
+    if yes == 0.0 and no == 0.0:
+        return None
+    return max(-MAX_LOGIT, min(MAX_LOGIT, math.log(max(yes, 1e-9)) - math.log(max(no, 1e-9))))
+
+
+def evidence_from(items: Iterable[tuple[str, str, dict]], answer: str, agent_logit: float | None = None) -> Evidence:
+    """Features from (key, kind, payload) of a run's evidence items, the model's answer and its probe."""
+    evidence = Evidence(answer, agent_logit)
+    for key, kind, payload in items:
+        if kind == "plausibility" and payload.get("probability") is not None and evidence.structural_probability is None:
+            evidence.structural_probability = float(payload["probability"])
+            evidence.structural_model = payload.get("model")
+            evidence.keys["structural"] = [key]
+        elif kind == "rule" and payload.get("probability") is not None and evidence.rule_probability is None:
+            evidence.rule_probability = float(payload["probability"])
+            evidence.keys["rules"] = [key]
+        elif kind == "passage" and "relevance" in payload:
+            evidence.mentioned = evidence.mentioned or bool(payload.get("mentions"))
+            evidence.relevance = max(evidence.relevance, float(payload["relevance"]))
+            if payload.get("judgment") in evidence.reading:
+                evidence.reading[payload["judgment"]] += 1
+                if payload["judgment"] != "silent":
+                    evidence.keys.setdefault(payload["judgment"], []).append(key)
+    return evidence
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A fitted weighing: P(true) = σ(intercept + Σ coefficient · feature)."""
+
+    coefficients: tuple[float, ...]
+    intercept: float
+    source: str = ""
+    model_id: int | None = None
+
+    def probability(self, evidence: Evidence) -> float:
+        z = self.intercept + sum(c * x for c, x in zip(self.coefficients, evidence.vector(), strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+Weigher = Callable[[], Weights | None]  # the weighing in force for this run, if one is fitted
+
+
+def summary(evidence: Evidence, p_true: float) -> str:
+    """The weighed decision in words, citing the evidence keys it rests on."""
+    parts = []
+    if evidence.structural_probability is not None:
+        parts.append(f"structural probability {evidence.structural_probability:.2f} {_keys(evidence, 'structural')}")
+    if evidence.rule_probability is not None:
+        parts.append(f"rule evidence {evidence.rule_probability:.2f} {_keys(evidence, 'rules')}")
+    for judgment in ("supports", "contradicts"):
+        if evidence.reading.get(judgment):
+            parts.append(f"{evidence.reading[judgment]} sentence(s) that {judgment[:-1]} the claim {_keys(evidence, judgment)}")
+    parts.append(f"the model's own answer {evidence.agent_verdict.title()}")
+    return f"weighing {', '.join(parts)} gives a probability of {p_true:.2f} that the triple is true"
+
+
+def _keys(evidence: Evidence, feature: str) -> str:
+    return "".join(f"[{k}]" for k in evidence.keys.get(feature, []))

@@ -1,0 +1,165 @@
+"""The confidence of a verdict, from weights fitted on labelled runs.
+
+The agent weighs its run's evidence into P(triple true) (verifier/agent/weighing.py) with the weights in
+force: the active ConfidenceModel of the run's KG, else one fitted across KGs. ``manage.py calibrate``
+fits them by logistic regression (scikit-learn) on labelled runs — benchmark runs on a validation split,
+and reviewers' decisions as they accumulate — and records their triples as fitted, so no evaluation
+draws them again. The confidence stored on a run is the probability that its verdict is right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from verifier.agent.weighing import FEATURES, Evidence, Weigher, Weights, evidence_from
+from verifier.models import ConfidenceModel, Run, SupportItem
+
+
+def active_model(kg_id: int | None) -> ConfidenceModel | None:
+    """The active confidence model fitted on this KG, else one fitted across KGs."""
+    models = ConfidenceModel.objects.filter(active=True)
+    return models.filter(kg_id=kg_id).first() or models.filter(kg__isnull=True).first()
+
+
+def weights_of(model: ConfidenceModel) -> Weights:
+    if list(model.features) != FEATURES:
+        raise ValueError(f"confidence model {model.pk} was fitted on other features ({model.features}); refit it")
+    return Weights(tuple(model.coefficients), model.intercept, model.source, model.pk)
+
+
+def weigher_for(kg_id: int | None) -> Weigher:
+    """The agent's port: the weights in force when the run concludes (looked up then, not at its start)."""
+
+    def weigh() -> Weights | None:
+        model = active_model(kg_id)
+        return weights_of(model) if model is not None else None
+
+    return weigh
+
+
+def stored_evidence(run: Run) -> Evidence:
+    """A finished run's evidence features from its stored items, with the model's own answer (which the
+    compact profile's weighed verdict may differ from)."""
+    items = SupportItem.objects.filter(run=run, kind__in=[SupportItem.Kind.PLAUSIBILITY, SupportItem.Kind.RULE,
+                                                          SupportItem.Kind.PASSAGE]).values_list("key", "kind", "payload")
+    assessment = run.assessment or {}
+    return evidence_from(items, assessment.get("agent_verdict") or run.verdict, assessment.get("agent_logit"))
+
+
+@dataclass
+class Assessment:
+    confidence: float | None
+    disputed: bool
+    details: dict
+
+    @property
+    def structural_model(self) -> int | None:
+        return self.details.get("structural_model")
+
+
+def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict | None = None) -> Assessment:
+    """What a finished run stores: the agent's weighed assessment (``weighed``, from its verdict step), or for
+    a baseline its evidence summary with the confidence the mode stated (the structural baselines'
+    calibrated probability, self-consistency's vote share) or none."""
+    if weighed:
+        return Assessment(stated, bool(weighed.get("disputed_reason")), weighed)
+    evidence = stored_evidence(run) if verdict in ("correct", "incorrect") else Evidence(verdict)
+    details = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None}
+    return Assessment(stated, bool(details["disputed_reason"]), details)
+
+
+# ------------------------------------------------------------------------------------------------ fitting
+
+
+def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tuple[Run, bool]]:
+    """(run, whether its triple is true) for the agent's finished runs of the named evaluations and, with
+    ``reviews``, every agent run a reviewer settled as Correct or Incorrect (its latest verdict)."""
+    from verifier.models import EvaluationItem, Review
+
+    found: dict[int, tuple[Run, bool]] = {}
+    items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED,
+                                           run__verdict__in=["correct", "incorrect"]).select_related("run__task"))
+    for item in items:
+        if item.run.config.get("mode", "agent") == "agent":
+            found[item.run_id] = (item.run, item.expected_label)
+    if reviews:
+        settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED)
+                   .select_related("run__task").order_by("run_id", "-created_at", "-id"))
+        latest: dict[int, Review] = {}
+        for review in settled:
+            latest.setdefault(review.run_id, review)
+        for run_id, review in latest.items():
+            if review.run.config.get("mode", "agent") == "agent" and run_id not in found:
+                found[run_id] = (review.run, review.verdict == "correct")
+    pairs = list(found.values())
+    return [(run, label) for run, label in pairs if kg is None or run.task.kg_id == kg.pk]
+
+
+@dataclass
+class Fit:
+    model: ConfidenceModel
+    n: int
+    cross_validated: dict
+
+
+def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
+    """Fit, store and activate a confidence model on labelled runs; their triples are recorded as fitted
+    (an evaluation never draws them again). Cross-validated accuracy and ECE are reported."""
+    from django.db import transaction
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from verifier.models import FitTriple
+    from verifier.structure.calibration import expected_calibration_error
+
+    if len(pairs) < 20 or len({label for _, label in pairs}) < 2:
+        raise ValueError(f"need at least 20 labelled runs with both true and false triples (got {len(pairs)})")
+    x = np.array([stored_evidence(run).vector() for run, _ in pairs])
+    y = np.array([label for _, label in pairs], dtype=int)
+    verdicts = np.array([run.verdict == "correct" for run, _ in pairs])
+    out_of_fold = np.zeros(len(y))
+    folds = StratifiedKFold(n_splits=min(5, int(np.bincount(y).min())), shuffle=True, random_state=0)
+    for train, held in folds.split(x, y):
+        out_of_fold[held] = LogisticRegression(C=1.0, max_iter=1000).fit(x[train], y[train]).predict_proba(x[held])[:, 1]
+    confidence = np.where(verdicts, out_of_fold, 1 - out_of_fold)
+    right = verdicts == y.astype(bool)
+    answers = x[:, 0] > 0
+    cross_validated = {"ece": round(expected_calibration_error(confidence, right), 4),
+                       "verdict_accuracy": round(float(right.mean()), 4),
+                       "answer_accuracy": round(float((answers == y.astype(bool)).mean()), 4),
+                       "combined_accuracy": round(float(((out_of_fold >= 0.5) == y.astype(bool)).mean()), 4)}
+    final = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
+    with transaction.atomic():
+        ConfidenceModel.objects.filter(active=True, kg=kg).update(active=False)
+        model = ConfidenceModel.objects.create(
+            kg=kg, features=FEATURES, coefficients=[round(float(c), 6) for c in final.coef_[0]],
+            intercept=round(float(final.intercept_[0]), 6), source=source[:500],
+            metrics={"n": len(pairs), "positives": int(y.sum()), "cross_validated": cross_validated})
+        FitTriple.objects.bulk_create([
+            FitTriple(kg_id=run.task.kg_id, purpose=FitTriple.Purpose.CONFIDENCE, head_id=run.task.head_id,
+                      relation_id=run.task.relation_id, tail_id=run.task.tail_id, label=label) for run, label in pairs
+        ], ignore_conflicts=True)
+    return Fit(model, len(pairs), cross_validated)
+
+
+def reassess(runs) -> int:
+    """Recompute the confidence and P(true) of finished agent runs under the weights now in force (after a
+    new fit). Verdicts are left as they were given: a run's steps show how it was reached."""
+    count = 0
+    for run in runs.filter(status=Run.Status.SUCCEEDED, verdict__in=["correct", "incorrect"]).select_related("task"):
+        if run.config.get("mode", "agent") != "agent":
+            continue
+        model = active_model(run.task.kg_id)
+        if model is None:
+            continue
+        evidence = stored_evidence(run)
+        p_true = weights_of(model).probability(evidence)
+        details = {**(run.assessment or {}), **asdict(evidence), "disputed_reason": evidence.dispute(),
+                   "p_true": round(p_true, 4), "confidence_model": model.pk}
+        Run.objects.filter(pk=run.pk).update(confidence=p_true if run.verdict == "correct" else 1 - p_true,
+                                             disputed=bool(details["disputed_reason"]), assessment=details,
+                                             structural_model_id=evidence.structural_model)
+        count += 1
+    return count

@@ -1,0 +1,46 @@
+"""``manage.py calibrate --evaluations NAME`` — fit the confidence of verdicts on labelled runs (an
+evaluation's runs on a validation split, reviewers' decisions with ``--reviews``), then recompute the
+confidence of finished runs."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from verifier import confidence
+from verifier.models import KnowledgeGraph, Run
+
+
+class Command(BaseCommand):
+    help = "Fit the verdict confidence model on labelled agent runs and re-assess finished runs."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--evaluations", default="", help="comma-separated evaluation names whose runs are labelled")
+        parser.add_argument("--reviews", action="store_true", help="also fit on reviewers' Correct/Incorrect decisions")
+        parser.add_argument("--kg", help="fit for this KG only (default: one model for every KG)")
+        parser.add_argument("--no-reassess", action="store_true", help="do not recompute finished runs' confidence")
+
+    def handle(self, *args, **options):
+        kg = None
+        if options["kg"]:
+            kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
+            if kg is None:
+                raise CommandError(f"no KG named {options['kg']!r}")
+        names = [n.strip() for n in options["evaluations"].split(",") if n.strip()]
+        if not names and not options["reviews"]:
+            raise CommandError("give --evaluations NAME[,NAME] and/or --reviews: the labelled runs to fit on")
+        pairs = confidence.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
+        source = ", ".join([*(f"evaluation {n}" for n in names), *(["reviewed runs"] if options["reviews"] else [])])
+        try:
+            fitted = confidence.fit(pairs, kg=kg, source=source)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        cv = fitted.cross_validated
+        weights = ", ".join(f"{n} {c:+.2f}" for n, c in zip(fitted.model.features, fitted.model.coefficients, strict=True))
+        self.stdout.write(self.style.SUCCESS(
+            f"Confidence model #{fitted.model.pk} fitted on {fitted.n} labelled runs ({source}): cross-validated ECE "
+            f"{cv['ece']:.3f}; on these runs the verdicts were right {cv['verdict_accuracy']:.1%} of the time, the model's "
+            f"own answers {cv['answer_accuracy']:.1%}, the weighed evidence {cv['combined_accuracy']:.1%}.\n"
+            f"  weights: {weights}; intercept {fitted.model.intercept:+.2f}"))
+        if not options["no_reassess"]:
+            runs = Run.objects.filter(task__kg=kg) if kg else Run.objects.all()
+            self.stdout.write(f"Re-assessed {confidence.reassess(runs)} finished agent runs.")

@@ -1,0 +1,84 @@
+"""``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model, with a
+progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from verifier.models import KnowledgeGraph
+from verifier.structure import kge
+from verifier.structure.training import TrainingError, request_training, train
+
+
+def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
+    """Row-id triples of the dataset's own validation split (not in the KG), when the KG is a known dataset."""
+    from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows
+
+    for dataset in DATASETS.values():
+        if dataset.kg_name == kg.name and (settings.KGV_DATA_DIR / dataset.positives).is_file():
+            in_kg = kg_triple_set(kg)
+            rows = {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
+            return np.array(sorted(rows - in_kg), dtype=np.int64).reshape(-1, 3)
+    return None
+
+
+class Command(BaseCommand):
+    help = "Train the KG-embedding model of a loaded KG (PyKEEN), without its queued triples, and calibrate it."
+
+    def add_arguments(self, parser):
+        parser.add_argument("kg", help="name of a loaded KG")
+        parser.add_argument("--queue", action="store_true", help="train on a Celery worker instead of here")
+        parser.add_argument("--config", default="{}", help='KGE settings as JSON, e.g. \'{"dim": 128, "max_minutes": 5}\'')
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **options):
+        kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
+        if kg is None or kg.version == 0:
+            raise CommandError(f"no loaded KG named {options['kg']!r} (load it with manage.py load_kg)")
+        if kg.kind != KnowledgeGraph.Kind.LOCAL:
+            raise CommandError(f"{kg.name} is a SPARQL endpoint: structural models are trained on local KGs only")
+        try:
+            overrides = json.loads(options["config"])
+            config = kge.KGEConfig.from_dict({**self._defaults(kg), **overrides}) if overrides else None
+        except (ValueError, TypeError) as exc:
+            raise CommandError(f"--config: {exc}") from None
+        if options["queue"]:
+            row = request_training(kg, reason="manage.py train_kge", config=config.to_dict() if config else None)
+            if row is None:
+                raise CommandError(f"a structural model of {kg.name} is already queued or training; see /health/")
+            self.stdout.write(f"Queued structural model #{row.pk} of {kg.name} v{kg.version}; progress at /health/")
+            return
+        bar = tqdm(total=1000, desc=f"{kg.name}", disable=options["no_progress"], bar_format="{l_bar}{bar}| {elapsed} {postfix}")
+
+        def report(fraction: float, stage: str) -> None:
+            bar.n = int(fraction * 1000)
+            bar.set_postfix_str(stage, refresh=True)
+
+        try:
+            row = train(kg, config=config, report=report, validation=dataset_validation(kg))
+        except TrainingError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
+        metrics = row.metrics
+        dataset = metrics.get("dataset_validation")
+        calibration = metrics.get("calibration", {})
+        self.stdout.write(self.style.SUCCESS(
+            f"Structural model #{row.pk} of {kg.name} v{row.kg_version} ready: {row.config['kge']['model']} "
+            f"dim {row.config['kge']['dim']}, {metrics['epochs']} epochs in {metrics['training_seconds'] / 60:.1f} min "
+            f"({metrics['stopped_because']}); held-out MRR {metrics['validation']['mrr']:.3f}"
+            + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f})" if dataset else "")
+            + f"; calibrated on {calibration.get('n')} labelled triples ({calibration.get('source')})"
+            + (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%}, ECE "
+               f"{calibration['cross_validated_ece']:.3f}" if "cross_validated_ece" in calibration else "")))
+
+    @staticmethod
+    def _defaults(kg: KnowledgeGraph) -> dict:
+        from verifier.models import Entity, Triple
+
+        return kge.default_config(Triple.objects.filter(kg=kg).count(), Entity.objects.filter(kg=kg).count()).to_dict()

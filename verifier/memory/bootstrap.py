@@ -1,0 +1,120 @@
+"""Bootstrapping a memory bank from a KG's own training triples.
+
+The papers guided their agent with 200 curated trajectories over 50 frequent relations. A new KG has
+none, so KGV makes candidates: true triples from the KG's calibration slice (KG triples its structural
+model was trained without — never a validation or test triple) and type-constrained corruptions of
+them, spread over the most frequent relations; the agent investigates each with the deployment's
+default configuration (an evaluation, so it is resumable and its runs can be opened); a run becomes a
+memory only when its verdict matched the label, with its repeated actions trimmed and a short lesson
+(the verdict and the evidence it cited) for small models. Entries say in their provenance that a
+curator has not reviewed them yet; curators retire the ones they disagree with.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+
+from django.db import transaction
+
+from verifier.memory.bank import add_entry
+from verifier.models import (
+    Entity,
+    Evaluation,
+    FitTriple,
+    HeldOutTriple,
+    KnowledgeGraph,
+    MemoryEntry,
+    Relation,
+    StructuralModel,
+)
+
+LESSON_EVIDENCE = 3
+LESSON_CHARS = 400
+
+
+def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> list[tuple[int, int, int, bool]]:
+    """About n labelled triples, half true (from the calibration slice) and half corruptions, over the KG's
+    most frequent relations, round-robin so that every relation gets its share."""
+    from verifier.structure.fitting import corruptions
+
+    model = StructuralModel.objects.ready_for(kg)
+    if model is None:
+        raise ValueError(f"{kg.name} has no ready structural model: its calibration slice supplies the true triples "
+                         f"(manage.py train_kge {kg.name})")
+    slice_ = list(HeldOutTriple.objects.filter(model=model, reason=HeldOutTriple.Reason.CALIBRATION)
+                  .values_list("head_id", "relation_id", "tail_id"))
+    by_relation: dict[int, list] = defaultdict(list)
+    for triple in sorted(slice_):
+        by_relation[triple[1]].append(triple)
+    rng = random.Random(seed)
+    for members in by_relation.values():
+        rng.shuffle(members)
+    frequent = sorted(by_relation, key=lambda r: (-len(by_relation[r]), r))[:relations]
+    chosen: list[tuple[int, int, int]] = []
+    while len(chosen) < n // 2 and any(by_relation[r] for r in frequent):
+        for relation in frequent:
+            if by_relation[relation] and len(chosen) < n // 2:
+                chosen.append(by_relation[relation].pop())
+    negatives = corruptions(kg, chosen)
+    return [(*t, True) for t in chosen] + negatives
+
+
+def write_benchmark(kg: KnowledgeGraph, rows: list[tuple[int, int, int, bool]], path: Path) -> Path:
+    """The drawn triples as a labelled TSV file of external ids (what ``evaluate --benchmark`` reads)."""
+    entities = dict(Entity.objects.filter(kg=kg).values_list("pk", "external_id"))
+    relations = dict(Relation.objects.filter(kg=kg).values_list("pk", "external_id"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["head\trelation\ttail\tlabel"] + [f"{entities[h]}\t{relations[r]}\t{entities[t]}\t{str(y).lower()}"
+                                                for h, r, t, y in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _trimmed_trajectory(run) -> str:
+    """The run as a memory: its steps, with every repeated action (and the reminder it earned) left out."""
+    from verifier.memory.bank import trajectory_of
+
+    lines, seen, skip = [], set(), False
+    for line in trajectory_of(run).splitlines():
+        if line.startswith("Action: "):
+            skip = line in seen
+            seen.add(line)
+        elif line.startswith(("Thought: ", "Final Answer: ")):
+            skip = False
+        if not skip:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def lesson_of(run) -> str:
+    """The verdict's reason and the evidence it cited, in a few hundred characters."""
+    cited = [item.text for item in run.support_items.filter(cited=True).order_by("key")][:LESSON_EVIDENCE]
+    lesson = run.explanation.strip()
+    if cited:
+        lesson += " Decisive evidence: " + "; ".join(cited)
+    return lesson[:LESSON_CHARS]
+
+
+def harvest(evaluation: Evaluation) -> tuple[int, int]:
+    """Memories from the evaluation's runs whose verdict matched the label: (added, skipped as wrong or present)."""
+    added = skipped = 0
+    items = evaluation.items.select_related("run", "task__head", "task__relation", "task__tail")
+    with transaction.atomic():
+        for item in items:
+            run, task = item.run, item.task
+            expected = "correct" if item.expected_label else "incorrect"
+            if run is None or run.verdict != expected or MemoryEntry.objects.filter(source_run=run).exists():
+                skipped += 1
+                continue
+            add_entry(triple_text=f"{task.head.label} {task.relation.label} {task.tail.label}", trajectory=_trimmed_trajectory(run),
+                      verdict=run.verdict, relation_label=task.relation.label, kg=task.kg, source_run=run,
+                      lesson=lesson_of(run),
+                      provenance=(f"bootstrapped from run {run.pk} of {evaluation.name}: a {task.kg.name} training triple"
+                                  f"{'' if item.expected_label else ' corrupted (type-constrained)'}, verdict matched the "
+                                  f"label; not yet reviewed by a curator"))
+            FitTriple.objects.get_or_create(kg=task.kg, purpose=FitTriple.Purpose.MEMORY, head=task.head,
+                                            relation=task.relation, tail=task.tail, defaults={"label": item.expected_label})
+            added += 1
+    return added, skipped

@@ -1,0 +1,154 @@
+"""Structural evidence of a KG: its embedding model (with the triples it was trained without), the rules
+mined from it, and the labelled triples used to fit anything (never evaluated)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import models
+from django.utils import timezone
+
+from verifier.models.kg import Entity, KnowledgeGraph, Relation
+
+# A training job that has not reported for this long is no longer run by anybody (its worker died).
+TRAINING_STALE_AFTER = timedelta(minutes=5)
+
+
+class StructuralModelQuerySet(models.QuerySet):
+    def in_flight(self) -> StructuralModelQuerySet:
+        return self.filter(status__in=[StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING])
+
+    def ready_for(self, kg: KnowledgeGraph) -> StructuralModel | None:
+        """The newest ready model of the KG's current version."""
+        return self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY).order_by("-id").first()
+
+
+class StructuralModel(models.Model):
+    """A knowledge-graph embedding model (PyKEEN) trained on one version of a KG without its held-out
+    triples, with a per-relation calibration of its scores into probabilities."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        TRAINING = "training", "Training"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+        SUPERSEDED = "superseded", "Superseded"
+
+    kg = models.ForeignKey(KnowledgeGraph, on_delete=models.CASCADE, related_name="structural_models")
+    kg_version = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    stage = models.CharField(max_length=100, blank=True, help_text="what the training job is doing now")
+    progress = models.FloatField(default=0.0, help_text="0–1, of the whole job")
+    config = models.JSONField(default=dict, blank=True, help_text="the model and its hyperparameters")
+    metrics = models.JSONField(default=dict, blank=True, help_text="validation MRR, training time, calibration error")
+    # Digest of the training triples: a reload that changes nothing reuses the trained model.
+    training_digest = models.CharField(max_length=64, blank=True)
+    training_triples = models.PositiveIntegerField(default=0)
+    weights = models.BinaryField(null=True, blank=True, editable=False)
+    calibration = models.JSONField(default=dict, blank=True, help_text="fitted score → probability maps")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StructuralModelQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"structural model {self.pk} of {self.kg_id} v{self.kg_version} ({self.status})"
+
+    @property
+    def is_stale(self) -> bool:
+        """In flight on paper, but nobody has reported progress for a while (its worker is gone)."""
+        if self.status not in (self.Status.QUEUED, self.Status.TRAINING):
+            return False
+        last = self.heartbeat_at or self.created_at
+        limit = TRAINING_STALE_AFTER * (6 if self.status == self.Status.QUEUED else 1)  # a queued job waits for a worker
+        return last is not None and timezone.now() - last > limit
+
+    @property
+    def description(self) -> str:
+        kge = (self.config or {}).get("kge") or {}
+        return f"{kge.get('model', 'KGE')} model #{self.pk} of {self.kg.name} v{self.kg_version}"
+
+
+class HeldOutTriple(models.Model):
+    """A KG triple the model was trained without: queued for verification, or kept aside to calibrate."""
+
+    class Reason(models.TextChoices):
+        QUEUED = "queued", "Queued for verification"
+        CALIBRATION = "calibration", "Kept aside for calibration and validation"
+
+    model = models.ForeignKey(StructuralModel, on_delete=models.CASCADE, related_name="held_out")
+    head = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    relation = models.ForeignKey(Relation, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    tail = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    reason = models.CharField(max_length=12, choices=Reason.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model", "head", "relation", "tail"], name="heldout_unique")]
+
+
+class FitTriple(models.Model):
+    """A labelled triple used to fit something (a calibration, a threshold, the confidence model): the
+    evaluation harness never draws it."""
+
+    class Purpose(models.TextChoices):
+        STRUCTURAL_CALIBRATION = "structural", "Calibration of the structural model"
+        CONFIDENCE = "confidence", "Fit of the verdict confidence"
+        MEMORY = "memory", "Memory-bank bootstrap"
+
+    kg = models.ForeignKey(KnowledgeGraph, on_delete=models.CASCADE, related_name="fit_triples")
+    purpose = models.CharField(max_length=12, choices=Purpose.choices)
+    head = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    relation = models.ForeignKey(Relation, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    tail = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    label = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kg", "purpose", "head", "relation", "tail"], name="fittriple_unique")]
+
+
+class MinedRule(models.Model):
+    """A Horn rule ``body ⇒ relation(x, y)`` of length ≤ 2 mined from one KG version (AMIE's measures).
+
+    ``body`` is a list of atoms ``[relation id, forward]`` walked from x to y: one atom reads
+    ``r1(x, y)`` (forward) or ``r1(y, x)``; two read ``r1(x, z) ∧ r2(z, y)`` with each atom reversible."""
+
+    kg = models.ForeignKey(KnowledgeGraph, on_delete=models.CASCADE, related_name="rules")
+    kg_version = models.PositiveIntegerField()
+    relation = models.ForeignKey(Relation, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    body = models.JSONField()
+    support = models.PositiveIntegerField()
+    head_coverage = models.FloatField()
+    std_confidence = models.FloatField()
+    pca_confidence = models.FloatField()
+
+    class Meta:
+        ordering = ["-pca_confidence", "-support"]
+        indexes = [models.Index(fields=["kg", "kg_version", "relation"], name="rule_kg_relation_idx")]
+
+
+class ConfidenceModel(models.Model):
+    """How a verdict's confidence is computed from its evidence: a logistic model over the agent's
+    verdict, the structural probability, rule and reading evidence, fitted on labelled runs."""
+
+    kg = models.ForeignKey(KnowledgeGraph, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+                           help_text="the KG it was fitted on; empty: any KG")
+    features = models.JSONField(help_text="feature names, in the order of the coefficients")
+    coefficients = models.JSONField()
+    intercept = models.FloatField()
+    metrics = models.JSONField(default=dict, blank=True, help_text="sample size, cross-validated ECE and accuracy")
+    source = models.CharField(max_length=500, blank=True, help_text="the labelled runs it was fitted on")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"confidence model {self.pk} ({self.source})"

@@ -1,0 +1,132 @@
+"""The triples a structural model learns from, and the ones it must never see.
+
+A KG's triples are read by row ids and indexed densely (entity and relation indices for PyKEEN). Two
+kinds of KG triples are held out of training:
+
+- every triple queued for verification (a flagged triple is usually already in the KG, and a model
+  that learnt it would simply recognise it);
+- a calibration slice: a few percent of each relation's triples, seeded, that the model never sees.
+  They are real positives with the score distribution of unseen true triples: the validation set for
+  early stopping and, with type-constrained corruptions as negatives, calibration data for KGs without
+  labelled negatives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import connection
+
+from verifier.models import Entity, KnowledgeGraph, Relation, VerificationTask
+
+RowTriple = tuple[int, int, int]  # (head, relation, tail) row ids of the local store
+
+CALIBRATION_FRACTION = 0.03
+CALIBRATION_CAP = 2000
+MIN_RELATION_TRIPLES = 20  # relations with fewer triples give none to the slice: the model needs them all
+
+
+@dataclass
+class TrainingData:
+    """A KG version as dense indices: what to train on and what was held out (row-id triples)."""
+
+    entity_rows: np.ndarray  # entity row id of each entity index, ascending
+    relation_rows: np.ndarray  # relation row id of each relation index, ascending
+    train: np.ndarray  # (n, 3) int64 indices
+    calibration: np.ndarray  # (m, 3) indices: the calibration slice
+    held_out: dict[RowTriple, str] = field(default_factory=dict)  # row triple → reason ("queued" / "calibration")
+
+    @property
+    def num_entities(self) -> int:
+        return len(self.entity_rows)
+
+    @property
+    def num_relations(self) -> int:
+        return len(self.relation_rows)
+
+    def to_indices(self, rows: np.ndarray) -> np.ndarray:
+        """(n, 3) row-id triples → indices (every id must belong to the KG)."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+        return np.stack([np.searchsorted(self.entity_rows, rows[:, 0]), np.searchsorted(self.relation_rows, rows[:, 1]),
+                         np.searchsorted(self.entity_rows, rows[:, 2])], axis=1)
+
+    def to_rows(self, indices: np.ndarray) -> np.ndarray:
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
+        return np.stack([self.entity_rows[indices[:, 0]], self.relation_rows[indices[:, 1]], self.entity_rows[indices[:, 2]]], axis=1)
+
+    @property
+    def digest(self) -> str:
+        """Identifies the training set: the same KG triples minus the same held-out ones give the same digest."""
+        rows = self.to_rows(self.train)
+        order = np.lexsort((rows[:, 2], rows[:, 1], rows[:, 0]))
+        return hashlib.sha256(np.ascontiguousarray(rows[order]).tobytes()).hexdigest()
+
+
+def kg_triples(kg: KnowledgeGraph) -> np.ndarray:
+    """All triples of the KG as (n, 3) row ids."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT head_id, relation_id, tail_id FROM verifier_triple WHERE kg_id = %s", [kg.pk])
+        rows = cursor.fetchall()
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
+def queued_triples(kg: KnowledgeGraph) -> set[RowTriple]:
+    return set(VerificationTask.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
+
+
+def calibration_slice(triples: np.ndarray, *, seed: int, fraction: float = CALIBRATION_FRACTION,
+                      cap: int = CALIBRATION_CAP) -> np.ndarray:
+    """Row indices into ``triples`` of the calibration slice: about ``fraction`` of each relation's triples
+    (relations with fewer than MIN_RELATION_TRIPLES give none), at most ``cap`` in all, never a head's or
+    a tail's last triple (the model must still learn every entity)."""
+    rng = random.Random(seed)
+    by_relation: dict[int, list[int]] = defaultdict(list)
+    for index, relation in enumerate(triples[:, 1].tolist()):
+        by_relation[relation].append(index)
+    total = len(triples)
+    share = min(fraction, cap / total) if total else 0.0
+    degree = np.bincount(np.concatenate([triples[:, 0], triples[:, 2]]), minlength=int(triples[:, [0, 2]].max(initial=0)) + 1)
+    chosen: list[int] = []
+    for relation in sorted(by_relation):
+        members = by_relation[relation]
+        if len(members) < MIN_RELATION_TRIPLES:
+            continue
+        wanted = max(1, round(len(members) * share))
+        for index in rng.sample(members, len(members)):
+            if wanted == 0:
+                break
+            head, _, tail = triples[index]
+            if degree[head] > 1 and degree[tail] > 1:
+                degree[head] -= 1
+                degree[tail] -= 1
+                chosen.append(index)
+                wanted -= 1
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def training_data(kg: KnowledgeGraph, *, seed: int = 0) -> TrainingData:
+    """The KG's current triples split into training triples and held-out ones (see the module docstring)."""
+    entity_rows = np.array(sorted(Entity.objects.filter(kg=kg).values_list("pk", flat=True)), dtype=np.int64)
+    relation_rows = np.array(sorted(Relation.objects.filter(kg=kg).values_list("pk", flat=True)), dtype=np.int64)
+    triples = kg_triples(kg)
+    queued = queued_triples(kg)
+    held_out: dict[RowTriple, str] = {}
+    keep = np.ones(len(triples), dtype=bool)
+    if queued:
+        for index, triple in enumerate(map(tuple, triples.tolist())):
+            if triple in queued:
+                keep[index] = False
+                held_out[triple] = "queued"
+    candidates = np.flatnonzero(keep)
+    sliced = candidates[calibration_slice(triples[candidates], seed=seed)] if len(candidates) else candidates
+    keep[sliced] = False
+    for triple in map(tuple, triples[sliced].tolist()):
+        held_out[triple] = "calibration"
+    data = TrainingData(entity_rows, relation_rows, np.empty((0, 3), dtype=np.int64), np.empty((0, 3), dtype=np.int64), held_out)
+    data.train = data.to_indices(triples[keep])
+    data.calibration = data.to_indices(triples[sliced])
+    return data

@@ -1,0 +1,130 @@
+"""The structural evidence of one local KG, as the tools ask for it (by the KG's external ids).
+
+``StructuralEvidence`` is the port the tools receive in their context: ``plausibility`` answers from the
+KG's ready embedding model, ``rules`` from the rules mined from the KG. Either may be unavailable — no
+model yet, a model still training, a model that saw the triple under test — and then says so plainly
+instead of answering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, Triple
+from verifier.structure import scoring
+from verifier.structure.calibration import RelationCalibrator
+from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    message: str
+
+
+@dataclass
+class Candidate:
+    id: str
+    label: str
+    probability: float  # the model's p(candidate | the other end, relation)
+    in_kg: bool  # the KG states this alternative
+
+
+@dataclass
+class SideRanking:
+    rank: int
+    candidates: int
+    alternatives: list[Candidate]
+
+
+@dataclass
+class PlausibilityReport:
+    model: StructuralModel
+    probability: float | None
+    features: list[float]
+    tail: SideRanking
+    head: SideRanking
+
+
+class StructuralEvidence:
+    def __init__(self, kg: KnowledgeGraph):
+        self.kg = kg
+
+    def rows(self, head: str, relation: str, tail: str) -> tuple[int, int, int] | None:
+        entities = dict(Entity.objects.filter(kg=self.kg, external_id__in=[head, tail]).values_list("external_id", "pk"))
+        relation_row = Relation.objects.filter(kg=self.kg, external_id=relation).values_list("pk", flat=True).first()
+        if head not in entities or tail not in entities or relation_row is None:
+            return None
+        return entities[head], relation_row, entities[tail]
+
+    def model(self) -> StructuralModel | Unavailable:
+        """The KG's ready model of its current version, or why there is none."""
+        ready = StructuralModel.objects.ready_for(self.kg)
+        if ready is not None:
+            return ready
+        latest = StructuralModel.objects.filter(kg=self.kg).order_by("-id").first()
+        retrain = f"run manage.py train_kge {self.kg.name}"
+        if latest is None:
+            return Unavailable(f"No structural model has been trained for {self.kg.name} yet ({retrain}).")
+        if latest.is_stale:
+            return Unavailable(f"Training the structural model of {self.kg.name} stopped without finishing ({retrain}).")
+        if latest.status in (StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING):
+            return Unavailable(f"The structural model of {self.kg.name} is still training ({latest.progress:.0%}"
+                               f"{': ' + latest.stage if latest.stage else ''}); plausibility is available when it is ready.")
+        if latest.status == StructuralModel.Status.FAILED:
+            return Unavailable(f"Training the structural model of {self.kg.name} failed: {latest.error} ({retrain}).")
+        return Unavailable(f"The structural model of {self.kg.name} was trained on an older version of the KG; "
+                           f"a model for version {self.kg.version} is needed ({retrain}).")
+
+    def plausibility(self, head: str, relation: str, tail: str) -> PlausibilityReport | Unavailable:
+        model = self.model()
+        if isinstance(model, Unavailable):
+            return model
+        rows = self.rows(head, relation, tail)
+        if rows is None:
+            return Unavailable(f"({head}, {relation}, {tail}) is not made of entities and a relation of {self.kg.name}.")
+        if scoring.trained_on(model, *rows):
+            from verifier.structure.training import request_training
+
+            request_training(self.kg, reason="a queued triple was in the training set")
+            return Unavailable("The structural model was trained with this very triple (it was queued after training), so "
+                               "its score would prove nothing; a model trained without it has been requested.")
+        result = scoring.loaded(model).plausibility(*rows)
+        if result is None:
+            return Unavailable(f"The structural model of {self.kg.name} does not know one of these entities (added after training).")
+        head_row, relation_row, tail_row = rows
+        return PlausibilityReport(
+            model, result.probability, result.features,
+            self._side(result.tail, lambda alt: (head_row, relation_row, alt)),
+            self._side(result.head, lambda alt: (alt, relation_row, tail_row)),
+        )
+
+    def rules(self, head: str, relation: str, tail: str, *, limit: int = 5) -> RuleEvidence | Unavailable:
+        """What the rules mined from the KG's current version say for and against (head, relation, tail)."""
+        if not MinedRule.objects.filter(kg=self.kg, kg_version=self.kg.version).exists():
+            return Unavailable(f"No rules have been mined for {self.kg.name} v{self.kg.version} yet, so there is no rule "
+                               "evidence; look for the patterns yourself with KG_Path and KG_Neighbor.")
+        rows = self.rows(head, relation, tail)
+        if rows is None:
+            return Unavailable(f"({head}, {relation}, {tail}) is not made of entities and a relation of {self.kg.name}.")
+        return rule_evidence(self.kg, *rows, limit=limit)
+
+    def rule_probability(self, evidence: RuleEvidence) -> float | None:
+        """The calibrated probability the rule evidence gives the triple (fitted with the structural model on
+        the same labelled triples), or None before a model is ready."""
+        model = StructuralModel.objects.ready_for(self.kg)
+        calibration = (model.calibration or {}).get("rules") if model else None
+        if not calibration:
+            return None
+        calibrator = RelationCalibrator.from_dict(calibration)
+        return calibrator.probability(rule_features(evidence), str(evidence.rows[1]))
+
+    def _side(self, ranked: scoring.Ranked, triple_of) -> SideRanking:
+        rows = [row for row, _ in ranked.alternatives]
+        labels = {pk: (ext, label) for pk, ext, label in Entity.objects.filter(pk__in=rows).values_list("pk", "external_id", "label")}
+        alternatives = []
+        for row, probability in ranked.alternatives:
+            h, r, t = triple_of(row)
+            in_kg = Triple.objects.filter(kg=self.kg, head_id=h, relation_id=r, tail_id=t).exists()
+            ext, label = labels[row]
+            alternatives.append(Candidate(ext, label or ext, probability, in_kg))
+        return SideRanking(ranked.rank, ranked.candidates, alternatives)

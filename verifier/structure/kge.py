@@ -1,0 +1,212 @@
+"""Knowledge-graph embeddings with PyKEEN: configuration, training with validation, (de)serialisation.
+
+The default follows the CoDEx authors' tuned link-prediction set-up, scaled to two CPU cores: ComplEx
+with reciprocal relations (each triple also trains its inverse, so heads are predicted as tails of the
+inverse relation), 1-vs-all training (PyKEEN's LCWA loop: every (head, relation) scores all entities
+under a softmax cross-entropy), entity and relation dropout, Adam. Training runs in chunks of epochs;
+after each chunk filtered MRR on the validation triples is measured, the best weights are kept, and
+training stops when MRR stops improving, at the epoch limit or at the time budget.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+import torch
+
+logger = logging.getLogger(__name__)
+
+# PyKEEN's interaction name for each model we offer; ComplEx's vectors are stored as real pairs.
+INTERACTIONS = {"ComplEx": "complex", "DistMult": "distmult"}
+COMPLEX_MODELS = {"ComplEx"}
+
+Progress = Callable[[float, str], None]  # (fraction of training done, what is happening)
+
+
+@dataclass(frozen=True)
+class KGEConfig:
+    model: str = "ComplEx"
+    dim: int = 256  # complex dimensions for ComplEx (512 real numbers per vector)
+    learning_rate: float = 1e-3
+    batch_size: int = 512
+    entity_dropout: float = 0.1
+    relation_dropout: float = 0.05
+    label_smoothing: float = 0.0
+    max_epochs: int = 300
+    eval_every: int = 20
+    patience: int = 2  # evaluations without a better MRR before stopping
+    max_minutes: float = 15.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.model not in INTERACTIONS:
+            raise ValueError(f"unknown KGE model {self.model!r}; one of {', '.join(INTERACTIONS)}")
+        if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
+            raise ValueError("dim, max_epochs, eval_every and batch_size must be positive")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> KGEConfig:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown KGE setting(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def default_config(num_triples: int, num_entities: int) -> KGEConfig:
+    """The default trade-off between validation MRR and training minutes on two cores (docs/structure.md)."""
+    if num_triples * num_entities > 500_000_000:  # FB15k-237-sized: fewer, costlier epochs
+        return KGEConfig(dim=128, learning_rate=3e-3, batch_size=1024, max_epochs=60, eval_every=5, max_minutes=45.0)
+    return KGEConfig(learning_rate=3e-3, batch_size=1024, entity_dropout=0.2, relation_dropout=0.1, max_epochs=300)
+
+
+def _pykeen():
+    """Import PyKEEN on first use (web processes never need it) and keep it quiet: its package sets its own
+    logger to INFO on import, reporting every representation it builds; KGV reports progress itself."""
+    import pykeen
+
+    logging.getLogger(pykeen.__name__).setLevel(logging.WARNING)
+    return pykeen
+
+
+def _kg_info(num_entities: int, num_relations: int):
+    _pykeen()
+    from pykeen.triples import KGInfo
+
+    return KGInfo(num_entities=num_entities, num_relations=num_relations, create_inverse_triples=True)
+
+
+def build_model(config: KGEConfig, num_entities: int, num_relations: int):
+    from pykeen.models import ERModel
+
+    width = 2 * config.dim if config.model in COMPLEX_MODELS else config.dim
+    torch.manual_seed(config.seed)
+    return ERModel(
+        triples_factory=_kg_info(num_entities, num_relations),
+        interaction=INTERACTIONS[config.model],
+        loss="crossentropy",
+        entity_representations_kwargs={"shape": width, "initializer": "xavier_normal_", "dropout": config.entity_dropout or None},
+        relation_representations_kwargs={"shape": width, "initializer": "xavier_normal_", "dropout": config.relation_dropout or None},
+        random_seed=config.seed,
+    )
+
+
+def _factory(triples: np.ndarray, num_entities: int, num_relations: int):
+    from pykeen.triples import CoreTriplesFactory
+
+    return CoreTriplesFactory.create(torch.as_tensor(triples, dtype=torch.long), num_entities=num_entities,
+                                     num_relations=num_relations, create_inverse_triples=True)
+
+
+def link_prediction(model, triples: np.ndarray, known: np.ndarray) -> dict:
+    """Filtered rank metrics of predicting each triple's head and tail (both sides averaged)."""
+    _pykeen()
+    from pykeen.evaluation import RankBasedEvaluator
+
+    if len(triples) == 0:
+        return {"mrr": 0.0, "hits_at_1": 0.0, "hits_at_10": 0.0, "triples": 0}
+    model.eval()
+    evaluator = RankBasedEvaluator(filtered=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = evaluator.evaluate(model, torch.as_tensor(triples, dtype=torch.long),
+                                    additional_filter_triples=[torch.as_tensor(known, dtype=torch.long)],
+                                    batch_size=256, use_tqdm=False)
+    return {"mrr": round(float(result.get_metric("both.realistic.inverse_harmonic_mean_rank")), 4),
+            "hits_at_1": round(float(result.get_metric("both.realistic.hits_at_1")), 4),
+            "hits_at_10": round(float(result.get_metric("both.realistic.hits_at_10")), 4),
+            "triples": int(len(triples))}
+
+
+@dataclass
+class Trained:
+    model: object
+    epochs: int
+    seconds: float
+    validation: dict
+    history: list[dict] = field(default_factory=list)
+    stopped_because: str = ""
+
+
+def train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
+          known: np.ndarray, progress: Progress | None = None) -> Trained:
+    """Train on ``triples`` (indices) and keep the weights with the best filtered MRR on ``validation``.
+    ``known``: every true triple (filtered out of the rankings)."""
+    progress = progress or (lambda fraction, stage: None)
+    # Every core while training: a worker process runs torch single-threaded otherwise (verifier/memory/encoder.py).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)
+    try:
+        return _train(config, triples, num_entities=num_entities, num_relations=num_relations, validation=validation,
+                      known=known, progress=progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
+           known: np.ndarray, progress: Progress) -> Trained:
+    from pykeen.training import LCWATrainingLoop
+
+    model = build_model(config, num_entities, num_relations)
+    factory = _factory(triples, num_entities, num_relations)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    loop = LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")
+    started = time.monotonic()
+    best = Trained(model, 0, 0.0, {"mrr": -1.0})
+    best_state = None
+    epochs, stale, history = 0, 0, []
+    budget = config.max_minutes * 60
+    while epochs < config.max_epochs:
+        chunk = min(config.eval_every, config.max_epochs - epochs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loop.train(triples_factory=factory, num_epochs=epochs + chunk, batch_size=config.batch_size,
+                       label_smoothing=config.label_smoothing, continue_training=epochs > 0, use_tqdm=False)
+        epochs += chunk
+        scores = link_prediction(model, validation, known)
+        elapsed = time.monotonic() - started
+        history.append({"epoch": epochs, "minutes": round(elapsed / 60, 2), **scores})
+        logger.info("KGE epoch %s: validation MRR %.4f (%.1f min)", epochs, scores["mrr"], elapsed / 60)
+        if scores["mrr"] > best.validation["mrr"]:
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best.epochs, best.validation, stale = epochs, scores, 0
+        else:
+            stale += 1
+        progress(min(1.0, max(epochs / config.max_epochs, elapsed / budget)),
+                 f"epoch {epochs}/{config.max_epochs}, validation MRR {scores['mrr']:.3f}")
+        if stale >= config.patience:
+            best.stopped_because = f"validation MRR did not improve for {stale} evaluations"
+            break
+        if elapsed + elapsed / epochs * min(config.eval_every, config.max_epochs - epochs) > budget:
+            best.stopped_because = f"time budget of {config.max_minutes:g} minutes"
+            break
+    else:
+        best.stopped_because = f"epoch limit {config.max_epochs}"
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    best.seconds, best.history = time.monotonic() - started, history
+    return best
+
+
+def dump(model) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    return buffer.getvalue()
+
+
+def load(config: KGEConfig, weights: bytes, num_entities: int, num_relations: int):
+    model = build_model(config, num_entities, num_relations)
+    model.load_state_dict(torch.load(io.BytesIO(weights), weights_only=True))
+    model.eval()
+    return model

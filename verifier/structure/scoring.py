@@ -1,0 +1,165 @@
+"""A trained structural model, loaded once per process, answering: how plausible is (h, r, t)?
+
+Scores are read as the model was trained to produce them: log p(tail | head, relation) from a softmax
+over every entity, and log p(head | tail, relation⁻¹) through the reciprocal relation. These two
+features are mapped to a probability by the model's per-relation calibration. Ranks are counted among
+the *type-compatible* candidates only — entities sharing a declared type with the relation's range
+(domain, for heads), or, in a KG without types, entities seen in that role of the relation — so "ranked
+3rd of 40 languages" says how the tail fares against its real competitors.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
+from verifier.structure import kge
+from verifier.structure.calibration import RelationCalibrator
+
+FEATURES = ["log_p_tail", "log_p_head"]
+ALTERNATIVES = 3
+
+
+def pack(model, entity_rows: np.ndarray, relation_rows: np.ndarray) -> bytes:
+    """The weights with the row ids their indices stand for, as stored on StructuralModel.weights."""
+    buffer = io.BytesIO()
+    torch.save({"state": model.state_dict(), "entity_rows": torch.as_tensor(entity_rows),
+                "relation_rows": torch.as_tensor(relation_rows)}, buffer)
+    return buffer.getvalue()
+
+
+@dataclass
+class Ranked:
+    rank: int  # 1 = the model's first choice among the candidates
+    candidates: int
+    alternatives: list[tuple[int, float]] = field(default_factory=list)  # (entity row id, p(entity | …)) best first
+
+
+@dataclass
+class Plausibility:
+    probability: float | None  # calibrated; None when the model has no calibration yet
+    features: list[float]
+    tail: Ranked
+    head: Ranked
+
+
+class LoadedModel:
+    """A StructuralModel's network and index maps in memory (see ``loaded``)."""
+
+    def __init__(self, row: StructuralModel):
+        data = torch.load(io.BytesIO(bytes(row.weights)), weights_only=True)
+        self.row_id = row.pk
+        self.entity_rows = data["entity_rows"].numpy()
+        self.relation_rows = data["relation_rows"].numpy()
+        self.config = kge.KGEConfig.from_dict(row.config["kge"])
+        self.network = kge.build_model(self.config, len(self.entity_rows), len(self.relation_rows))
+        self.network.load_state_dict(data["state"])
+        self.network.eval()
+        calibration = (row.calibration or {}).get("structural")
+        self.calibrator = RelationCalibrator.from_dict(calibration) if calibration else None
+        self._candidates: dict[tuple[int, str], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._kg_id, self._version = row.kg_id, row.kg_version
+        self.calibration_stamp = ""
+
+    def index(self, entity_row: int | None = None, relation_row: int | None = None) -> int | None:
+        rows, value = (self.entity_rows, entity_row) if entity_row is not None else (self.relation_rows, relation_row)
+        position = int(np.searchsorted(rows, value))
+        return position if position < len(rows) and rows[position] == value else None
+
+    @torch.inference_mode()
+    def log_probs(self, anchor: int, relation: int, side: str) -> np.ndarray:
+        """log p(· | anchor, relation) over all entities; side "tail": anchor is the head, "head": the tail."""
+        if side == "tail":
+            scores = self.network.score_t(torch.tensor([[anchor, relation]]))
+        else:
+            scores = self.network.score_h(torch.tensor([[relation, anchor]]))
+        return torch.log_softmax(scores[0], dim=0).numpy()
+
+    def candidates(self, relation_row: int, side: str) -> np.ndarray:
+        """Indices of the type-compatible entities for the relation's tail (range) or head (domain)."""
+        key = (relation_row, side)
+        with self._lock:
+            if key not in self._candidates:
+                self._candidates[key] = self._compatible(relation_row, side)
+            return self._candidates[key]
+
+    def _compatible(self, relation_row: int, side: str) -> np.ndarray:
+        relation = Relation.objects.get(pk=relation_row)
+        types = relation.range if side == "tail" else relation.domain
+        rows: list[int] = []
+        if types:
+            rows = list(Entity.objects.filter(kg_id=self._kg_id, types__overlap=list(types)).values_list("pk", flat=True))
+        if not rows:
+            column = "tail_id" if side == "tail" else "head_id"
+            rows = list(Triple.objects.filter(kg_id=self._kg_id, relation_id=relation_row).values_list(column, flat=True).distinct())
+        indices = np.searchsorted(self.entity_rows, np.array(sorted(set(rows)), dtype=np.int64))
+        return indices[indices < len(self.entity_rows)]
+
+    def _ranked(self, log_probs: np.ndarray, target: int, candidates: np.ndarray) -> Ranked:
+        pool = np.union1d(candidates, [target])
+        scores = log_probs[pool]
+        rank = int((scores > log_probs[target]).sum()) + 1
+        order = pool[np.argsort(-scores, kind="stable")]
+        alternatives = [(int(self.entity_rows[i]), float(np.exp(log_probs[i]))) for i in order if i != target][:ALTERNATIVES]
+        return Ranked(rank, len(pool), alternatives)
+
+    def plausibility(self, head_row: int, relation_row: int, tail_row: int) -> Plausibility | None:
+        h, r, t = self.index(entity_row=head_row), self.index(relation_row=relation_row), self.index(entity_row=tail_row)
+        if h is None or r is None or t is None:
+            return None
+        tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
+        features = [float(tail_lp[t]), float(head_lp[h])]
+        probability = self.calibrator.probability(features, str(relation_row)) if self.calibrator else None
+        return Plausibility(probability, features, self._ranked(tail_lp, t, self.candidates(relation_row, "tail")),
+                            self._ranked(head_lp, h, self.candidates(relation_row, "head")))
+
+    def features(self, triples: np.ndarray) -> np.ndarray:
+        """(n, 2) features of many row-id triples at once (calibration, evaluation)."""
+        out = np.zeros((len(triples), len(FEATURES)))
+        with torch.inference_mode():
+            for start in range(0, len(triples), 512):
+                batch = triples[start:start + 512]
+                idx = np.stack([np.searchsorted(self.entity_rows, batch[:, 0]), np.searchsorted(self.relation_rows, batch[:, 1]),
+                                np.searchsorted(self.entity_rows, batch[:, 2])], axis=1)
+                tensor = torch.as_tensor(idx, dtype=torch.long)
+                tails = torch.log_softmax(self.network.score_t(tensor[:, :2]), dim=1)
+                heads = torch.log_softmax(self.network.score_h(tensor[:, 1:]), dim=1)
+                rows = torch.arange(len(idx))
+                out[start:start + len(idx), 0] = tails[rows, tensor[:, 2]].numpy()
+                out[start:start + len(idx), 1] = heads[rows, tensor[:, 0]].numpy()
+        return out
+
+
+_LOADED: dict[int, LoadedModel] = {}  # KG row id → its model in memory
+_LOADING = threading.Lock()
+
+
+def loaded(row: StructuralModel) -> LoadedModel:
+    """The model of ``row`` in memory: loaded once per process, again only when it was recalibrated; a
+    KG's newer model replaces its older one."""
+    with _LOADING:
+        model = _LOADED.get(row.kg_id)
+        if model is None or model.row_id != row.pk or model.calibration_stamp != _stamp(row):
+            fresh = StructuralModel.objects.get(pk=row.pk)
+            model = LoadedModel(fresh)
+            model.calibration_stamp = _stamp(fresh)
+            _LOADED[row.kg_id] = model
+        return model
+
+
+def _stamp(row: StructuralModel) -> str:
+    return str((row.calibration or {}).get("fitted_at", ""))
+
+
+def trained_on(row: StructuralModel, head_row: int, relation_row: int, tail_row: int) -> bool:
+    """True when the model learnt this very triple: it is a KG triple that was not held out."""
+    in_kg = Triple.objects.filter(kg_id=row.kg_id, head_id=head_row, relation_id=relation_row, tail_id=tail_row).exists()
+    if not in_kg:
+        return False
+    return not HeldOutTriple.objects.filter(model=row, head_id=head_row, relation_id=relation_row, tail_id=tail_row).exists()

@@ -1,0 +1,219 @@
+"""The structural-model job of a KG version: hold out, train, validate, calibrate — with progress.
+
+``request_training`` queues the job on a Celery worker (after ``load_kg``, after flagged triples that
+the current model learnt were queued); ``train`` runs it in the calling process (``manage.py
+train_kge``). Progress, stage and a heartbeat are written on the StructuralModel row, which the
+workbench and ``/health/`` read; a job whose heartbeat stops is shown as stalled, and the same KG is
+never trained by two jobs at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from datetime import timedelta
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from verifier.models import HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, Triple
+from verifier.structure import kge
+from verifier.structure.calibration import expected_calibration_error
+from verifier.structure.dataset import TrainingData, training_data
+from verifier.structure.rules import mine_rules
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY = timedelta(seconds=5)
+# Share of the job's progress bar each stage takes.
+STAGES = {"mining rules": (0.0, 0.02), "preparing": (0.02, 0.03), "training": (0.03, 0.9), "validating": (0.9, 0.93),
+          "calibrating": (0.93, 1.0)}
+
+Report = Callable[[float, str], None]
+
+
+class TrainingError(RuntimeError):
+    """The job cannot run as asked (the message says why)."""
+
+
+def request_training(kg: KnowledgeGraph, *, reason: str = "", config: dict | None = None) -> StructuralModel | None:
+    """Queue a job for the KG's current version unless one is already queued or running (returned None)."""
+    if kg.kind != KnowledgeGraph.Kind.LOCAL or kg.version == 0:
+        return None
+    with transaction.atomic():
+        KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)  # one request at a time per KG
+        live = [m for m in StructuralModel.objects.filter(kg=kg).in_flight() if not m.is_stale]
+        if live:
+            return None
+        row = StructuralModel.objects.create(kg=kg, kg_version=kg.version, stage=f"queued: {reason}" if reason else "queued",
+                                             config={"kge": config or {}})
+        from verifier.tasks import train_structural_model
+
+        transaction.on_commit(lambda: train_structural_model.delay(row.pk))
+    return row
+
+
+def ensure_model(kg: KnowledgeGraph, *, reason: str) -> StructuralModel | None:
+    """The KG's ready model of its current version, else a training job requested (None if one is running)."""
+    return StructuralModel.objects.ready_for(kg) or request_training(kg, reason=reason)
+
+
+def wait_for_model(kg: KnowledgeGraph, *, log=print, poll: float = 5.0) -> StructuralModel | None:
+    """Before an evaluation: the KG's ready model; a job in flight is waited for, and with none in flight
+    the model is trained here (a SPARQL KG has none: None)."""
+    if kg.kind != KnowledgeGraph.Kind.LOCAL:
+        return None
+    reported = -1.0
+    while True:
+        ready = StructuralModel.objects.ready_for(kg)
+        if ready is not None:
+            return ready
+        live = [m for m in StructuralModel.objects.filter(kg=kg).in_flight() if not m.is_stale]
+        if not live:
+            log(f"Training the structural model of {kg.name} first (manage.py train_kge; progress at /health/)…")
+            return train(kg)
+        if live[0].progress - reported >= 0.1:
+            reported = live[0].progress
+            log(f"Waiting for the structural model of {kg.name}: {live[0].progress:.0%} ({live[0].stage})")
+        time.sleep(poll)
+
+
+def retrain_if_learnt(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> StructuralModel | None:
+    """Newly queued triples that the KG's current model learnt (KG triples it was not trained without)
+    make its scores about them worthless: queue a model trained without them."""
+    model = StructuralModel.objects.ready_for(kg)
+    if model is None or not triples:
+        return None
+    wanted = set(triples)
+    heads = {h for h, _, _ in wanted}
+    in_kg = {t for t in Triple.objects.filter(kg=kg, head_id__in=heads).values_list("head_id", "relation_id", "tail_id")
+             if t in wanted}
+    if not in_kg:
+        return None
+    held = set(HeldOutTriple.objects.filter(model=model, head_id__in=heads).values_list("head_id", "relation_id", "tail_id"))
+    learnt = in_kg - held
+    if not learnt:
+        return None
+    return request_training(kg, reason=f"{len(learnt)} newly queued triple(s) were in the training set")
+
+
+def _start(kg: KnowledgeGraph, row: StructuralModel | None) -> StructuralModel:
+    with transaction.atomic():
+        KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)
+        others = [m for m in StructuralModel.objects.filter(kg=kg).in_flight() if row is None or m.pk != row.pk]
+        for other in others:
+            if not other.is_stale and other.status == StructuralModel.Status.TRAINING:
+                raise TrainingError(f"the structural model of {kg.name} is already being trained (model {other.pk}, "
+                                    f"{other.progress:.0%}); wait for it")
+            other.status, other.error = StructuralModel.Status.FAILED, "replaced by a newer training job"
+            other.finished_at = timezone.now()
+            other.save(update_fields=["status", "error", "finished_at"])
+        if row is None:
+            row = StructuralModel.objects.create(kg=kg, kg_version=kg.version)
+        row.status, row.kg_version, row.progress, row.error = StructuralModel.Status.TRAINING, kg.version, 0.0, ""
+        row.started_at = row.heartbeat_at = timezone.now()
+        row.save()
+        HeldOutTriple.objects.filter(model=row).delete()  # a re-delivered job starts over
+    return row
+
+
+class _Reporter:
+    """Writes progress to the row (throttled) and to an optional callback (a progress bar)."""
+
+    def __init__(self, row: StructuralModel, echo: Report | None):
+        self.row, self.echo, self.last = row, echo, 0.0
+
+    def __call__(self, stage: str, fraction: float = 0.0, detail: str = "") -> None:
+        low, high = STAGES[stage]
+        overall = low + (high - low) * min(1.0, max(0.0, fraction))
+        text = f"{stage}: {detail}" if detail else stage
+        if self.echo is not None:
+            self.echo(overall, text)
+        now = time.monotonic()
+        if now - self.last >= HEARTBEAT_EVERY.total_seconds() or fraction >= 1.0:
+            self.last = now
+            StructuralModel.objects.filter(pk=self.row.pk).update(progress=overall, stage=text[:100], heartbeat_at=timezone.now())
+
+
+def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: StructuralModel | None = None,
+          report: Report | None = None, validation: np.ndarray | None = None) -> StructuralModel:
+    """Run the whole job for the KG's current version; the ready model is returned (older ones superseded).
+    ``validation``: row-id triples of the dataset's own validation split, for its MRR (reported only)."""
+    row = _start(kg, row)
+    progress = _Reporter(row, report)
+    try:
+        if not MinedRule.objects.filter(kg=kg, kg_version=kg.version).exists():
+            progress("mining rules", 0.0, "Horn rules of length ≤ 2")
+            mine_rules(kg)
+        progress("preparing", 0.0, "reading triples")
+        data = training_data(kg)
+        if len(data.train) == 0:
+            raise TrainingError(f"{kg.name} has no triples to train on")
+        config = config or (kge.KGEConfig.from_dict(row.config["kge"]) if (row.config or {}).get("kge")
+                            else kge.default_config(len(data.train), data.num_entities))
+        _hold_out(row, data)
+        known = data.to_indices(np.array(list(Triple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id")),
+                                         dtype=np.int64))
+        trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
+                            validation=data.calibration, known=known,
+                            progress=lambda fraction, detail: progress("training", fraction, detail))
+        metrics = {"validation": trained.validation, "epochs": trained.epochs, "training_seconds": round(trained.seconds, 1),
+                   "stopped_because": trained.stopped_because, "history": trained.history,
+                   "training_triples": len(data.train), "held_out": _held_out_counts(data)}
+        if validation is not None and len(validation):
+            progress("validating", 0.0, "dataset validation split")
+            metrics["dataset_validation"] = kge.link_prediction(trained.model, data.to_indices(validation),
+                                                                np.concatenate([known, data.to_indices(validation)]))
+        from verifier.structure.scoring import pack
+
+        row.weights = pack(trained.model, data.entity_rows, data.relation_rows)
+        row.config = {"kge": config.to_dict()}
+        row.metrics, row.training_digest, row.training_triples = metrics, data.digest, len(data.train)
+        row.save(update_fields=["weights", "config", "metrics", "training_digest", "training_triples"])
+        progress("calibrating", 0.0, "fitting probabilities per relation")
+        from verifier.structure.fitting import calibrate_structural
+
+        try:
+            calibrate_structural(row)
+        except ValueError as exc:  # a KG too small (or too untyped) to calibrate: its scores stay uncalibrated
+            logger.warning("the structural model of %s is not calibrated: %s", kg.name, exc)
+            row.metrics = {**row.metrics, "calibration": {"error": str(exc)}}
+            row.save(update_fields=["metrics"])
+        progress("calibrating", 1.0, "done")
+    except Exception as exc:
+        logger.exception("training the structural model of %s failed", kg.name)
+        StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.FAILED, finished_at=timezone.now(),
+                                                         error=f"{type(exc).__name__}: {exc}"[:2000],
+                                                         stage="failed")
+        if isinstance(exc, TrainingError | ValueError):
+            raise TrainingError(str(exc)) from exc
+        raise TrainingError(f"training failed: {exc}\n{traceback.format_exc(limit=3)}") from exc
+    with transaction.atomic():
+        StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).exclude(pk=row.pk).update(
+            status=StructuralModel.Status.SUPERSEDED, weights=None)
+        StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.READY, progress=1.0, stage="ready",
+                                                         finished_at=timezone.now(), heartbeat_at=timezone.now())
+    row.refresh_from_db()
+    return row
+
+
+def _held_out_counts(data: TrainingData) -> dict:
+    reasons = list(data.held_out.values())
+    return {"queued": reasons.count("queued"), "calibration": reasons.count("calibration")}
+
+
+def _hold_out(row: StructuralModel, data: TrainingData) -> None:
+    HeldOutTriple.objects.bulk_create([
+        HeldOutTriple(model=row, head_id=h, relation_id=r, tail_id=t, reason=reason)
+        for (h, r, t), reason in data.held_out.items()
+    ], batch_size=5000)
+
+
+def calibration_error(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    """ECE of the verdicts a 0.5 threshold gives, confidence = the probability of the verdict given."""
+    verdict_true = probabilities >= 0.5
+    confidence = np.where(verdict_true, probabilities, 1 - probabilities)
+    return expected_calibration_error(confidence, verdict_true == labels.astype(bool))
