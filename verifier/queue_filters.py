@@ -11,14 +11,17 @@
 ``agreement``   how the latest reviewer decision compares with the verdict it reviewed: ``agree`` (same
                 verdict), ``disagree`` (override or "not enough evidence"), ``unreviewed`` (no decision)
 ``confidence_min`` / ``confidence_max``   bounds (0–1) on the latest verdict's confidence
+``disputed``    ``true``: only tasks whose latest verdict the structural evidence disputes; ``false``: the
+                others (including tasks with no verdict yet)
 ``assignee``    a user id, ``me`` (the requesting user) or ``none`` (unassigned)
 ``q``           case-insensitive search in the head, relation and tail labels and ids
 ``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
 =============== ======================================================================================
 
 Every returned task carries the annotations ``latest_run_id``, ``latest_run_status`` (its newest run of
-any status), ``verdict``, ``confidence`` (its newest run with a verdict) and ``review_agrees`` (None when
-unreviewed). A value that cannot be understood raises QueueFilterError naming the parameter.
+any status), ``verdict``, ``confidence``, ``disputed`` and ``disputed_reason`` (its newest run with a
+verdict) and ``review_agrees`` (None when unreviewed). A value that cannot be understood raises
+QueueFilterError naming the parameter.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from django.db.models import BooleanField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KeyTextTransform
 
 from verifier.models import Review, Run, Verdict, VerificationTask
 
@@ -41,8 +45,10 @@ SORT_KEYS = {
     "id": "id",
 }
 AGREEMENT_VALUES = ("agree", "disagree", "unreviewed")
+DISPUTED_VALUES = ("true", "false")
 VERDICT_VALUES = (*Verdict.values, "none")
-FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "assignee", "q", "sort")
+FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
+                 "assignee", "q", "sort")
 
 
 class QueueFilterError(ValueError):
@@ -54,7 +60,7 @@ class QueueFilterError(ValueError):
 
 
 def annotate_latest(queryset: QuerySet) -> QuerySet:
-    """Add the latest run, verdict, confidence and reviewer agreement of each task (see module doc)."""
+    """Add the latest run, verdict, confidence, dispute and reviewer agreement of each task (see module doc)."""
     runs = Run.objects.filter(task=OuterRef("pk")).order_by("-created_at", "-id")
     with_verdict = runs.exclude(verdict="")
     decisions = (
@@ -68,6 +74,8 @@ def annotate_latest(queryset: QuerySet) -> QuerySet:
         latest_run_status=Subquery(runs.values("status")[:1]),
         verdict=Subquery(with_verdict.values("verdict")[:1]),
         confidence=Subquery(with_verdict.values("confidence")[:1]),
+        disputed=Subquery(with_verdict.values("disputed")[:1]),
+        disputed_reason=Subquery(with_verdict.annotate(reason=KeyTextTransform("disputed_reason", "assessment")).values("reason")[:1]),
         review_agrees=Subquery(decisions.values("agrees")[:1]),
     )
 
@@ -148,6 +156,15 @@ def _filter_agreement(queryset: QuerySet, wanted: list[str]) -> QuerySet:
     return queryset.filter(condition)
 
 
+def _filter_disputed(queryset: QuerySet, value: str) -> QuerySet:
+    """``true``: the latest verdict is disputed; ``false``: it is not, or there is no verdict yet."""
+    if value.lower() not in DISPUTED_VALUES:
+        raise QueueFilterError("disputed", f"unknown value {value!r}; use true (only disputed) or false (exclude disputed)")
+    if value.lower() == "true":
+        return queryset.filter(disputed=True)
+    return queryset.filter(Q(disputed=False) | Q(disputed__isnull=True))
+
+
 def _search(queryset: QuerySet, text: str) -> QuerySet:
     condition = Q()
     for part in ("head", "relation", "tail"):
@@ -183,6 +200,8 @@ def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
         queryset = queryset.filter(confidence__gte=low)
     if (high := _fraction(params, "confidence_max")) is not None:
         queryset = queryset.filter(confidence__lte=high)
+    if disputed := _single(params, "disputed"):
+        queryset = _filter_disputed(queryset, disputed)
     if assignee := _single(params, "assignee"):
         queryset = _filter_assignee(queryset, assignee, user)
     if text := str(params.get("q") or "").strip():  # free text: commas are part of the label

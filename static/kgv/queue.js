@@ -57,6 +57,14 @@
     setBadge(row.querySelector('[data-field="status"]'), `badge status-${task.status}`, task.status_label, "");
     const verdictCell = row.querySelector('[data-field="verdict"]');
     if (task.verdict) setBadge(verdictCell, `badge verdict-${task.verdict}`, task.verdict_label, task.run_href);
+    if (task.verdict && task.disputed) {
+      const disputed = document.createElement("span");
+      disputed.className = "badge disputed";
+      disputed.dataset.field = "disputed";
+      disputed.title = task.disputed_reason || "The verdict and the structural evidence disagree";
+      disputed.textContent = "disputed";
+      verdictCell.append(" ", disputed);
+    }
     const confidenceCell = row.querySelector('[data-field="confidence"]');
     if (task.confidence !== null) {
       confidenceCell.textContent = "";

@@ -146,14 +146,15 @@
     refreshSections(run).then(loadGraph);
   }
 
-  // The evidence table, the memories used and the review panel are rendered by the server: once the run
-  // has ended they are fetched again and swapped in, so the page never needs a reload.
+  // The confidence and its account, the evidence table, the memories used and the review panel are
+  // rendered by the server: once the run has ended they are fetched again and swapped in, so the page
+  // never needs a reload.
   function refreshSections(run) {
     return fetch(window.location.href.split("#")[0], { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then((response) => (response.ok ? response.text() : Promise.reject(new Error(`HTTP ${response.status}`))))
       .then((html) => {
         const fresh = new DOMParser().parseFromString(html, "text/html");
-        ["evidence", "review"].forEach((id) => {
+        ["verdict-confidence", "assessment", "evidence", "review"].forEach((id) => {
           const current = $(id);
           const replacement = fresh.getElementById(id);
           if (current && replacement) current.replaceWith(document.importNode(replacement, true));

@@ -118,8 +118,8 @@ def test_a_reviewer_overrides_one_run_promotes_another_and_the_next_run_uses_tha
     entry = wait_for(lambda: MemoryEntry.objects.filter(source_run=promoted).first(), 10, "the memory entry")
     assert entry.trajectory.endswith("direct evidence.") and entry.status == "active"
 
-    # The next run, of a similar claim, is guided by that memory, and its page says so.
-    nxt = start_run(task=task_of(world_kg, "Q42", "P69", "Q691283"), actor=curator)
+    # The next run, of a similar claim of the same relation, is guided by that memory, and its page says so.
+    nxt = start_run(task=task_of(world_kg, "Q42", "P19", "Q90"), actor=curator)
     wait_for(lambda: Run.objects.get(pk=nxt.pk).status == "succeeded", what="the next run")
     used = RunMemory.objects.get(run=nxt, entry=entry)
     page.goto(f"/runs/{nxt.pk}/")

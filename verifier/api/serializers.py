@@ -53,13 +53,17 @@ class TaskSerializer(serializers.ModelSerializer):
     latest_run_id = serializers.IntegerField(read_only=True, allow_null=True)
     latest_run_status = serializers.CharField(read_only=True, allow_null=True)
     verdict = serializers.CharField(read_only=True, allow_null=True, help_text="verdict of the latest run with one")
-    confidence = serializers.FloatField(read_only=True, allow_null=True)
+    confidence = serializers.FloatField(read_only=True, allow_null=True,
+                                        help_text="calibrated probability that the latest verdict is right")
+    disputed = serializers.BooleanField(read_only=True, allow_null=True,
+                                        help_text="the structural evidence disputes the latest verdict (null: no verdict yet)")
     agreement = serializers.SerializerMethodField(help_text="agree / disagree with the latest reviewer decision, or unreviewed")
 
     class Meta:
         model = VerificationTask
         fields = ["id", "kg", "kg_name", "head", "relation", "tail", "status", "assignee", "source", "expected_label",
-                  "latest_run_id", "latest_run_status", "verdict", "confidence", "agreement", "created_at", "updated_at"]
+                  "latest_run_id", "latest_run_status", "verdict", "confidence", "disputed", "agreement", "created_at",
+                  "updated_at"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.ChoiceField(choices=["agree", "disagree", "unreviewed"]))
@@ -172,21 +176,52 @@ class RunMemorySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class StructuralModelRefSerializer(serializers.Serializer):
+    """The knowledge-graph embedding model that scored a run's triple."""
+
+    id = serializers.IntegerField(read_only=True)
+    description = serializers.CharField(read_only=True, help_text='e.g. "ComplEx model #4 of codex-s v2"')
+
+
+class AssessmentSerializer(serializers.Serializer):
+    """What a run's confidence was computed from; ``{}`` on runs older than the confidence model."""
+
+    p_true = serializers.FloatField(required=False, allow_null=True, help_text="combined calibrated probability that the triple is true")
+    agent_verdict = serializers.CharField(required=False, help_text="correct or incorrect")
+    structural_probability = serializers.FloatField(required=False, allow_null=True,
+                                                    help_text="the KG-embedding model's calibrated P(true)")
+    rule_probability = serializers.FloatField(required=False, allow_null=True)
+    reading = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                    help_text='{"supports": n, "contradicts": n, "silent": n}')
+    confidence_model = serializers.IntegerField(required=False, allow_null=True, help_text="the ConfidenceModel whose weights applied")
+    disputed_reason = serializers.CharField(required=False, allow_blank=True)
+    structural_model = serializers.IntegerField(required=False, allow_null=True, help_text="id of the model that scored the triple")
+    keys = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False,
+                                 help_text="feature → the evidence keys it was read from")
+
+
 class RunSerializer(serializers.ModelSerializer):
-    """A run in lists: status, verdict and cost, with the triple's labels."""
+    """A run in lists: status, verdict, confidence and cost, with the triple's labels."""
 
     triple = serializers.SerializerMethodField()
     created_by = UserRefSerializer(read_only=True, allow_null=True)
+    assessment = serializers.SerializerMethodField()
+    structural_model = StructuralModelRefSerializer(read_only=True, allow_null=True)
 
     class Meta:
         model = Run
-        fields = ["id", "task", "triple", "status", "verdict", "confidence", "model", "config", "prompt_tokens",
-                  "completion_tokens", "cost_usd", "error", "created_by", "created_at", "started_at", "finished_at"]
+        fields = ["id", "task", "triple", "status", "verdict", "confidence", "disputed", "assessment", "structural_model",
+                  "model", "config", "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_by", "created_at",
+                  "started_at", "finished_at"]
         read_only_fields = fields
 
     def get_triple(self, run) -> str:
         task = run.task
         return f"({task.head.label}, {task.relation.label}, {task.tail.label})"
+
+    @extend_schema_field(AssessmentSerializer)
+    def get_assessment(self, run) -> dict:
+        return run.assessment if isinstance(run.assessment, dict) else {}
 
 
 class RunDetailSerializer(RunSerializer):

@@ -29,6 +29,7 @@ from verifier.memory import encoder
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
 from verifier.queue_filters import annotate_latest, filter_tasks
 from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
+from verifier.selectors import HEAVY_FIELDS
 
 QUEUE_PARAMETERS = [
     OpenApiParameter("status", str, description="pending, running, verified, reviewed (repeat or comma-separate)"),
@@ -37,6 +38,8 @@ QUEUE_PARAMETERS = [
     OpenApiParameter("verdict", str, description="verdict of the latest run: correct, incorrect, not_enough_evidence, none"),
     OpenApiParameter("agreement", str, description="agree, disagree, unreviewed"),
     OpenApiParameter("confidence_min", float), OpenApiParameter("confidence_max", float),
+    OpenApiParameter("disputed", str, enum=["true", "false"],
+                     description="true: only tasks whose latest verdict the structural evidence disputes; false: exclude them"),
     OpenApiParameter("assignee", str, description="user id, me or none"),
     OpenApiParameter("q", str, description="search in head, relation and tail labels"),
     OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),
@@ -119,7 +122,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return s.RunSerializer if self.action == "list" else s.RunDetailSerializer
 
     def get_queryset(self):
-        runs = Run.objects.select_related("task__head", "task__relation", "task__tail", "created_by")
+        runs = (Run.objects.select_related("task__head", "task__relation", "task__tail", "created_by", "structural_model__kg")
+                .defer(*(f"structural_model__{name}" for name in HEAVY_FIELDS)))
         if self.action == "list":
             params = self.request.query_params
             if task := params.get("task"):

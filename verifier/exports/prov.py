@@ -6,7 +6,12 @@ For each run:
   that guided it, and ``prov:wasAssociatedWith`` the model (a ``prov:SoftwareAgent``, which
   ``prov:actedOnBehalfOf`` the curator who started the run);
 - the agent's verdict is a ``prov:Entity`` that ``prov:wasGeneratedBy`` the run, ``prov:wasAttributedTo`` the
-  model and ``prov:wasDerivedFrom`` every piece of evidence it cites;
+  model and ``prov:wasDerivedFrom`` every piece of evidence it cites; it carries its confidence
+  (``kgv:confidence``, the calibrated probability that it is right), whether the structural evidence disputes
+  it (``kgv:disputed``, ``kgv:disputedReason``), the combined probability that the triple is true
+  (``kgv:pTrue``) and the structural model's (``kgv:structuralProbability``);
+- the structural model that scored the triple is a ``prov:Entity`` (``kgv:StructuralModel``) the run
+  ``prov:used``;
 - each evidence item is a ``prov:Entity`` with its text (``prov:value``), kind, SHA-256 content hash and its
   source (``prov:hadPrimarySource`` when it is a URL);
 - each review is a ``prov:Activity`` that ``prov:used`` the verdict and ``prov:wasAssociatedWith`` the reviewer
@@ -85,8 +90,9 @@ class ProvGraph:
         self.graph.add((verdict, RDF.type, VOCAB.Verdict))
         self.add(verdict, VOCAB.verdict, record.verdict)
         self.add(verdict, RDFS.comment, record.explanation)
-        if record.confidence is not None:
-            self.add(verdict, VOCAB.confidence, Literal(record.confidence, datatype=XSD.double))
+        self.add_assessment(verdict, record)
+        if record.structural_model_id is not None:
+            self.graph.add((run, PROV.used, self.structural_model(record)))
         self.graph.add((verdict, VOCAB.about, claim))
         self.graph.add((verdict, PROV.wasGeneratedBy, run))
         self.graph.add((verdict, PROV.wasAttributedTo, model))
@@ -97,6 +103,22 @@ class ProvGraph:
         for review in record.reviews:
             self.add_review(record, review, verdict)
         return run
+
+    def add_assessment(self, verdict: URIRef, record: RunRecord) -> None:
+        """How sure the verdict is, and whether the structural evidence disputes it."""
+        for predicate, number in ((VOCAB.confidence, record.confidence), (VOCAB.pTrue, record.p_true),
+                                  (VOCAB.structuralProbability, record.structural_probability)):
+            if number is not None:
+                self.add(verdict, predicate, Literal(number, datatype=XSD.double))
+        self.add(verdict, VOCAB.disputed, Literal(record.disputed))
+        self.add(verdict, VOCAB.disputedReason, record.disputed_reason)
+
+    def structural_model(self, record: RunRecord) -> URIRef:
+        node = self.iri("structural-models", record.structural_model_id)
+        self.graph.add((node, RDF.type, PROV.Entity))
+        self.graph.add((node, RDF.type, VOCAB.StructuralModel))
+        self.add(node, RDFS.label, record.structural_model)
+        return node
 
     def verdict_iri(self, record: RunRecord) -> URIRef:
         return self.iri("runs", record.run_id, "verdict")

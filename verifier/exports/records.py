@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db.models import Prefetch
 
 from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
+from verifier.selectors import HEAVY_FIELDS
 
 MAX_SELECTION = 500
 
@@ -78,7 +79,13 @@ class RunRecord:
     status: str
     verdict: str
     explanation: str
-    confidence: float | None
+    confidence: float | None  # calibrated probability that the verdict is right
+    disputed: bool  # the agent's verdict and the structural evidence disagree
+    p_true: float | None  # combined calibrated probability that the triple is true
+    structural_probability: float | None  # the KG-embedding model's calibrated P(true)
+    assessment: dict  # everything the confidence was computed from ({} on older runs)
+    structural_model_id: int | None  # the embedding model that scored the triple
+    structural_model: str  # its description ("ComplEx model #4 of codex-s v2"), or ""
     model: str
     config: dict
     prompt_tokens: int
@@ -108,6 +115,14 @@ class RunRecord:
         return decision.verdict if decision else self.verdict
 
     @property
+    def rule_probability(self) -> float | None:
+        return _probability(self.assessment, "rule_probability")
+
+    @property
+    def disputed_reason(self) -> str:
+        return str(self.assessment.get("disputed_reason") or "")
+
+    @property
     def cited_evidence(self) -> list[EvidenceRecord]:
         return [item for item in self.evidence if item.cited]
 
@@ -135,15 +150,25 @@ def _user_name(user) -> str:
     return user.get_username() if user is not None else ""
 
 
+def _probability(assessment: dict, key: str) -> float | None:
+    value = assessment.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _record(run: Run) -> RunRecord:
     task = run.task
+    assessment = run.assessment if isinstance(run.assessment, dict) else {}
     steps = list(run.steps.all())
     seq_of = {step.pk: step.seq for step in steps}
     return RunRecord(
         run_id=run.pk, task_id=task.pk, kg=task.kg.name,
         head=_term(task.head), relation=_term(task.relation), tail=_term(task.tail),
         expected_label=task.expected_label, status=run.status, verdict=run.verdict, explanation=run.explanation,
-        confidence=run.confidence, model=run.model, config=run.config, prompt_tokens=run.prompt_tokens,
+        confidence=run.confidence, disputed=run.disputed, p_true=_probability(assessment, "p_true"),
+        structural_probability=_probability(assessment, "structural_probability"), assessment=assessment,
+        structural_model_id=run.structural_model_id,
+        structural_model=run.structural_model.description if run.structural_model else "",
+        model=run.model, config=run.config, prompt_tokens=run.prompt_tokens,
         completion_tokens=run.completion_tokens, cost_usd=str(run.cost_usd), created_by=_user_name(run.created_by),
         created_at=run.created_at, started_at=run.started_at, finished_at=run.finished_at,
         steps=[StepRecord(s.seq, s.kind, s.content, s.tool, s.arguments, s.duration_ms) for s in steps],
@@ -180,7 +205,8 @@ def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = ()) -> Sele
     wanted = list(dict.fromkeys([*run_ids, *(latest[t] for t in task_ids if t in latest)]))
     runs = (
         Run.objects.filter(pk__in=wanted)
-        .select_related("task__kg", "task__head", "task__relation", "task__tail", "created_by")
+        .select_related("task__kg", "task__head", "task__relation", "task__tail", "created_by", "structural_model__kg")
+        .defer(*(f"structural_model__{name}" for name in HEAVY_FIELDS))
         .prefetch_related(
             Prefetch("steps", queryset=Step.objects.order_by("seq")),
             Prefetch("support_items", queryset=SupportItem.objects.order_by("id")),  # E1, E2, … E10 as found

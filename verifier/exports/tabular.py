@@ -15,7 +15,8 @@ JSON_FORMAT = "kgv-export/1"
 
 CSV_COLUMNS = (
     "run_id", "task_id", "kg", "head_id", "head", "relation_id", "relation", "tail_id", "tail", "expected_label",
-    "status", "verdict", "confidence", "final_verdict", "review_decision", "reviewer", "review_reason",
+    "status", "verdict", "confidence", "disputed", "disputed_reason", "p_true", "structural_probability", "structural_model",
+    "final_verdict", "review_decision", "reviewer", "review_reason",
     "explanation", "model", "prompt_tokens", "completion_tokens", "cost_usd", "steps", "cited_evidence",
     "cited_sources", "cited_hashes", "created_at", "finished_at",
 )
@@ -31,6 +32,10 @@ def to_json(selection: Selection) -> str:
     return json.dumps(document, cls=DjangoJSONEncoder, indent=2, ensure_ascii=False)
 
 
+def _number(value: float | None) -> float | str:
+    return "" if value is None else value
+
+
 def _csv_row(record: RunRecord) -> dict:
     decision = record.decision
     cited = record.cited_evidence
@@ -41,7 +46,12 @@ def _csv_row(record: RunRecord) -> dict:
         "tail_id": record.tail.id, "tail": record.tail.label,
         "expected_label": "" if record.expected_label is None else str(record.expected_label).lower(),
         "status": record.status, "verdict": record.verdict,
-        "confidence": "" if record.confidence is None else record.confidence,
+        "confidence": _number(record.confidence),
+        "disputed": str(record.disputed).lower(),
+        "disputed_reason": record.disputed_reason,
+        "p_true": _number(record.p_true),
+        "structural_probability": _number(record.structural_probability),
+        "structural_model": record.structural_model,
         "final_verdict": record.final_verdict,
         "review_decision": decision.decision if decision else "",
         "reviewer": decision.reviewer if decision else "",

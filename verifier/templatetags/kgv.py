@@ -1,5 +1,5 @@
 """Template helpers shared by the workbench pages: the signed-in user's role, the current area of the
-navigation, and query strings that keep the page's filters."""
+navigation, query strings that keep the page's filters, and readable evidence kinds."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from django import template
 
 from verifier import roles
+from verifier.models import SupportItem
 
 register = template.Library()
 
@@ -62,3 +63,26 @@ def sort_toggle(context, key: str) -> str:
 def as_json(value) -> str:
     """A stored JSON value as compact JSON text (audit before/after values)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+KIND_LABELS = dict(SupportItem.Kind.choices)
+RULE_ROLES = {"for": "for the claim", "against": "against the claim"}
+
+
+@register.filter
+def kind_label(kind: str) -> str:
+    """A support item's kind as people read it ("plausibility" → "Structural plausibility")."""
+    return KIND_LABELS.get(kind, kind)
+
+
+@register.filter
+def evidence_kind(item) -> str:
+    """The kind of a support item with what its payload adds: the probability of a plausibility score,
+    which side of the claim a rule is on."""
+    label = kind_label(item.kind)
+    payload = item.payload if isinstance(item.payload, dict) else {}
+    if item.kind == SupportItem.Kind.PLAUSIBILITY and isinstance(payload.get("probability"), int | float):
+        return f"{label} · P(true) {payload['probability']:.2f}"
+    if item.kind == SupportItem.Kind.RULE and payload.get("role") in RULE_ROLES:
+        return f"{label} · {RULE_ROLES[payload['role']]}"
+    return label

@@ -1,5 +1,5 @@
-"""Workbench pages: evaluations — the list, one evaluation's results (with links to every run), two
-evaluations side by side, a suite's results table, and the charts as SVG."""
+"""Workbench pages: evaluations — the list, one evaluation's results (with links to every run and the
+calibration of its confidences), two evaluations side by side, a suite's results table, and the charts as SVG."""
 
 from __future__ import annotations
 
@@ -40,8 +40,20 @@ def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "headline": headline, "confusion": confusion, "answer_names": list(charts.ANSWER_NAMES.values()),
         "relations": [{**r, "pct": reports.fmt(r["accuracy"])} for r in figures["per_relation"]],
         "tools": [{"tool": t, "calls": u["calls"], "pct": reports.fmt(u["share"])} for t, u in figures["efficiency"]["tool_usage"].items()],
+        "calibration": _calibration(figures),
         "page": page, "others": Evaluation.objects.exclude(pk=pk).order_by("-created_at")[:200],
     })
+
+
+def _calibration(figures: dict) -> dict | None:
+    """The reliability diagram's bins as the page's table shows them; None when no run had a confidence."""
+    calibration = figures.get("calibration")
+    if not calibration:
+        return None
+    return {"n": calibration["n"], "ece": reports.fmt(calibration["ece"], "ratio"),
+            "mean_confidence": reports.fmt(calibration.get("mean_confidence"), "ratio"),
+            "bins": [{"range": f"{b['low']:.1f}–{b['high']:.1f}", "n": b["n"], "confidence": reports.fmt(b["confidence"], "ratio"),
+                      "accuracy": reports.fmt(b["accuracy"])} for b in calibration["bins"]]}
 
 
 @role_required(VIEWER)
@@ -50,7 +62,10 @@ def evaluation_chart(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
     draw = charts.CHARTS.get(kind)
     if draw is None:
         raise Http404(f"no chart {kind!r}")
-    figure = draw(reports.current_metrics(evaluation), f"{evaluation.label} — {reports.benchmark_title(evaluation)}")
+    figures = reports.current_metrics(evaluation)
+    if kind == "reliability" and not figures.get("calibration"):
+        raise Http404("no run of this evaluation has a confidence")
+    figure = draw(figures, f"{evaluation.label} — {reports.benchmark_title(evaluation)}")
     return HttpResponse(charts.svg(figure), content_type="image/svg+xml")
 
 

@@ -30,6 +30,7 @@ from verifier.queue_filters import AGREEMENT_VALUES, FILTER_PARAMS, QueueFilterE
 from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
 from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
+from verifier.web.structure import status_context
 
 PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 50
@@ -38,6 +39,7 @@ SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-co
                 ("confidence", "Least confident"), ("status", "Status"), ("relation", "Relation A→Z"),
                 ("-relation", "Relation Z→A"), ("-updated", "Recently changed"))
 AGREEMENT_LABELS = {"agree": "Reviewer agrees", "disagree": "Reviewer disagrees", "unreviewed": "Not reviewed"}
+DISPUTED_CHOICES = (("true", "Only disputed"), ("false", "Not disputed"))
 
 
 def _page_size(request: HttpRequest) -> int:
@@ -65,6 +67,7 @@ def _filter_choices() -> dict:
         "relations": list(Relation.objects.filter(pk__in=relation_ids).order_by("label", "external_id")),
         "verdicts": [*Verdict.choices, ("none", "No verdict yet")],
         "agreements": [(value, AGREEMENT_LABELS[value]) for value in AGREEMENT_VALUES],
+        "disputed_choices": DISPUTED_CHOICES,
         "assignees": list(assignable_users()),
         "sorts": SORT_CHOICES,
         "page_sizes": PAGE_SIZES,
@@ -102,6 +105,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "per_page": _page_size(request),
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
+        **status_context(),
     }
     try:
         tasks = filter_tasks(VerificationTask.objects.all(), request.GET, user=request.user)
@@ -130,6 +134,8 @@ def queue_status(request: HttpRequest) -> JsonResponse:
         "verdict": task.verdict or "",
         "verdict_label": verdict_labels.get(task.verdict, ""),
         "confidence": task.confidence,
+        "disputed": bool(task.disputed),
+        "disputed_reason": task.disputed_reason or "",
     } for task in tasks]})
 
 

@@ -20,7 +20,9 @@ from verifier import services
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.runner import FINISHED
+from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
+from verifier.web.structure import status_context
 
 DECISIONS_NEEDING_REVIEWER = {Review.Decision.ACCEPT, Review.Decision.OVERRIDE, Review.Decision.NOT_ENOUGH_EVIDENCE}
 
@@ -71,6 +73,8 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
         "promote_url": _promote_url(run),
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
+        "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
+        **status_context([run.task.kg_id]),
     }
 
 

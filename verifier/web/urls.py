@@ -1,5 +1,5 @@
 """Workbench page routes; each area module owns its own paths."""
 
-from verifier.web import memory, queue, runs
+from verifier.web import memory, queue, runs, structure
 
-urlpatterns = [*queue.urlpatterns, *runs.urlpatterns, *memory.urlpatterns]
+urlpatterns = [*queue.urlpatterns, *runs.urlpatterns, *memory.urlpatterns, *structure.urlpatterns]

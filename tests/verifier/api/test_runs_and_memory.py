@@ -4,17 +4,19 @@ import pytest
 from django.urls import reverse
 
 from tests.verifier.exports.verified_runs import add_memory
+from tests.verifier.web.structure_rows import ready
 from verifier.memory import bank
 from verifier.models import AuditEvent, MemoryEntry, Run, VerificationTask
 
 pytestmark = pytest.mark.django_db
 
 
-def test_starting_a_run_queues_it_with_the_merged_config(verified, client_as):
+def test_starting_a_run_queues_it_with_the_requested_config(verified, client_as):
+    # What the request leaves open (the profile and its defaults) is settled by the worker that runs it.
     response = client_as("curator").post(reverse("api:run-list"), {"task": verified["task"].pk, "config": {"t_max": 3}}, format="json")
     assert response.status_code == 201, response.content
     run = Run.objects.get(pk=response.json()["id"])
-    assert run.status == "queued" and run.config["t_max"] == 3 and "memory_k" in run.config
+    assert run.status == "queued" and run.config == {"t_max": 3}
     assert response.json()["created_by"]["username"].startswith("curator")
 
 
@@ -26,6 +28,29 @@ def test_run_detail_has_memories_evidence_reviews_and_the_trajectory(verified, c
     assert [(i["key"], i["cited"], i["step_seq"]) for i in body["support_items"]] == [("E1", True, 4), ("E2", True, 4), ("E3", False, 4)]
     assert body["reviews"][0]["decision"] == "accept" and body["reviews"][0]["reviewer"]["username"] == "rene"
     assert body["step_count"] == 5 and body["trajectory"].startswith("Thought: Check where he was born.")
+
+
+def test_runs_carry_their_dispute_assessment_and_the_structural_model_that_scored_them(verified, client_as):
+    run = verified["run"]
+    model = ready(verified["kg"])
+    assessment = {"p_true": 0.12, "agent_verdict": "correct", "structural_probability": 0.05, "rule_probability": None,
+                  "reading": {"supports": 1, "contradicts": 0, "silent": 1}, "confidence_model": None,
+                  "disputed_reason": "The structural model gives the triple 0.05 while the agent says Correct."}
+    Run.objects.filter(pk=run.pk).update(confidence=0.64, disputed=True, assessment=assessment, structural_model=model)
+    client = client_as("viewer")
+    detail = client.get(reverse("api:run-detail", args=[run.pk])).json()
+    assert (detail["confidence"], detail["disputed"], detail["assessment"]) == (0.64, True, assessment)
+    assert detail["structural_model"] == {"id": model.pk, "description": f"ComplEx model #{model.pk} of {verified['kg'].name} v1"}
+    [listed] = client.get(reverse("api:run-list") + f"?task={verified['task'].pk}").json()["results"]
+    assert listed["disputed"] is True and listed["structural_model"]["id"] == model.pk
+    older = Run.objects.create(task=verified["task"], status=Run.Status.SUCCEEDED, verdict="correct")
+    body = client.get(reverse("api:run-detail", args=[older.pk])).json()
+    assert (body["disputed"], body["assessment"], body["structural_model"]) == (False, {}, None)
+
+
+def test_run_assessment_is_read_only(verified, client_as):
+    response = client_as("admin").patch(reverse("api:run-detail", args=[verified["run"].pk]), {"disputed": True}, format="json")
+    assert response.status_code == 405 and Run.objects.get(pk=verified["run"].pk).disputed is False
 
 
 def test_steps_resume_after_the_last_seen_sequence_number(verified, client_as):

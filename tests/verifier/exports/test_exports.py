@@ -9,6 +9,7 @@ from rdflib import RDF, Graph, Literal, URIRef
 from rdflib.namespace import PROV
 
 from tests.verifier.exports.verified_runs import EVIDENCE, add_review, make_finished_run, make_task
+from tests.verifier.web.structure_rows import ready
 from verifier import exports
 from verifier.exports.prov import VOCAB
 from verifier.exports.records import Selection, SelectionError, select
@@ -132,3 +133,78 @@ def test_reports_refuse_more_runs_than_a_person_reads_but_data_formats_do_not(ve
         with pytest.raises(SelectionError, match="at most 100 runs"):
             exports.render(many, fmt)
     assert len(json.loads(exports.render(many, "json").content)["runs"]) == exports.MAX_REPORT_RUNS + 1
+
+
+# ---- confidence, dispute and the structural evidence ---------------------------------------------------
+
+ASSESSMENT = {"p_true": 0.12, "agent_verdict": "correct", "structural_probability": 0.05, "rule_probability": 0.3,
+              "reading": {"supports": 1, "contradicts": 0, "silent": 1}, "confidence_model": 2,
+              "disputed_reason": "The structural model gives the triple 0.05 while the agent says Correct."}
+
+
+@pytest.fixture
+def assessed(verified):
+    """The verified run as the confidence model leaves it: disputed, with its assessment and scoring model."""
+    model = ready(verified["kg"])
+    Run.objects.filter(pk=verified["run"].pk).update(confidence=0.64, disputed=True, assessment=ASSESSMENT, structural_model=model)
+    return {**verified, "model": model}
+
+
+def test_json_export_carries_confidence_dispute_p_true_and_the_structural_probability(assessed):
+    older = make_finished_run(make_task(assessed["kg"], "Q42", "P19", "Q350"), confidence=None)
+    document = json.loads(exports.render(select(run_ids=[assessed["run"].pk, older.pk]), "json").content)
+    run, plain = document["runs"]
+    assert (run["confidence"], run["disputed"], run["p_true"], run["structural_probability"]) == (0.64, True, 0.12, 0.05)
+    assert run["assessment"] == ASSESSMENT and run["structural_model_id"] == assessed["model"].pk
+    assert run["structural_model"] == f"ComplEx model #{assessed['model'].pk} of {assessed['kg'].name} v1"
+    assert (plain["confidence"], plain["disputed"], plain["p_true"], plain["structural_probability"]) == (None, False, None, None)
+    assert plain["assessment"] == {} and plain["structural_model"] == ""
+
+
+def test_csv_export_has_columns_for_confidence_dispute_and_probabilities(assessed):
+    older = make_finished_run(make_task(assessed["kg"], "Q42", "P19", "Q350"), confidence=None)
+    text = exports.render(select(run_ids=[assessed["run"].pk, older.pk]), "csv").content.decode()
+    first, second = csv.DictReader(io.StringIO(text))
+    assert {key: first[key] for key in ("confidence", "disputed", "p_true", "structural_probability")} == {
+        "confidence": "0.64", "disputed": "true", "p_true": "0.12", "structural_probability": "0.05"}
+    assert first["disputed_reason"] == ASSESSMENT["disputed_reason"] and first["structural_model"].startswith("ComplEx model #")
+    assert {key: second[key] for key in ("confidence", "disputed", "p_true", "structural_probability", "structural_model")} == {
+        "confidence": "", "disputed": "false", "p_true": "", "structural_probability": "", "structural_model": ""}
+
+
+@pytest.mark.parametrize("fmt", ["ttl", "jsonld"])
+def test_prov_export_states_the_confidence_the_dispute_and_the_model_that_scored_the_triple(assessed, fmt):
+    graph = _prov_graph(assessed, fmt)
+    run_id = assessed["run"].pk
+    verdict, run = URIRef(f"{BASE}runs/{run_id}/verdict"), URIRef(f"{BASE}runs/{run_id}")
+    assert graph.value(verdict, VOCAB.confidence).toPython() == pytest.approx(0.64)
+    assert graph.value(verdict, VOCAB.pTrue).toPython() == pytest.approx(0.12)
+    assert graph.value(verdict, VOCAB.structuralProbability).toPython() == pytest.approx(0.05)
+    assert graph.value(verdict, VOCAB.disputed).toPython() is True
+    assert str(graph.value(verdict, VOCAB.disputedReason)) == ASSESSMENT["disputed_reason"]
+    model = URIRef(f"{BASE}structural-models/{assessed['model'].pk}")
+    assert (run, PROV.used, model) in graph and (model, RDF.type, VOCAB.StructuralModel) in graph
+
+
+def test_prov_export_of_an_undisputed_run_says_so(verified):
+    graph = _prov_graph(verified, "ttl")
+    assert graph.value(URIRef(f"{BASE}runs/{verified['run'].pk}/verdict"), VOCAB.disputed).toPython() is False
+    assert not list(graph.subjects(RDF.type, VOCAB.StructuralModel))
+
+
+def test_the_report_shows_the_confidence_and_marks_a_disputed_verdict(assessed):
+    html = exports.render(select(run_ids=[assessed["run"].pk]), "html").content.decode()
+    assert "(confidence 0.64 that the verdict is right)" in html
+    assert '<span class="disputed">DISPUTED</span> The structural model gives the triple 0.05 while the agent says Correct.' in html
+    assert "combined P(true) 0.12" in html and "structural P(true) 0.05" in html and "rule P(true) 0.30" in html
+    from pypdf import PdfReader
+
+    pdf = exports.render(select(run_ids=[assessed["run"].pk]), "pdf").content
+    text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "DISPUTED" in text and "0.64" in text
+
+
+def test_the_report_names_plausibility_and_rule_evidence_readably(verified):
+    verified["run"].support_items.filter(key="E3").update(kind="plausibility")
+    html = exports.render(select(run_ids=[verified["run"].pk]), "html").content.decode()
+    assert "<td>Structural plausibility</td>" in html and "<td>plausibility</td>" not in html

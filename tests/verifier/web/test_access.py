@@ -14,7 +14,7 @@ from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing
 from verifier.memory import bank
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, VerificationTask
 from verifier.roles import ROLES
-from verifier.web import evaluations, memory, queue
+from verifier.web import evaluations, memory, queue, structure
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +36,7 @@ ENDPOINTS = [
     Endpoint("queue", "get", lambda rows: reverse("queue"), "viewer"),
     Endpoint("home", "get", lambda rows: reverse("home"), "viewer"),
     Endpoint("queue-status", "get", lambda rows: reverse("queue-status") + f"?tasks={rows['task'].pk}", "viewer"),
+    Endpoint("structure-status", "get", lambda rows: reverse("structure-status") + f"?kg={rows['kg'].pk}", "viewer"),
     Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "viewer", label="bulk export",
              data=lambda rows: {"action": "export", "fmt": "json", "tasks": [rows["task"].pk]}),
     Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "curator", label="bulk run",
@@ -88,7 +89,7 @@ def _state() -> tuple:
 
 
 def test_every_page_url_is_in_the_matrix():
-    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns]}
+    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns]}
     names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 

@@ -166,6 +166,48 @@ def test_status_json_reports_the_rows_a_page_follows_live(queue):
     assert rows[queue.correct.pk]["confidence"] == 0.9 and rows[queue.correct.pk]["live"] is False
 
 
+def _dispute(task, reason: str) -> Run:
+    run = task.runs.exclude(verdict="").get()
+    run.disputed, run.assessment = True, {"p_true": 0.31, "agent_verdict": run.verdict, "disputed_reason": reason}
+    run.save(update_fields=["disputed", "assessment"])
+    return run
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("true", ["correct", "overridden"]),
+    ("false", ["pending", "incorrect", "agreed", "running"]),  # tasks without a verdict are not disputed
+])
+def test_the_disputed_filter_keeps_or_drops_the_tasks_whose_verdict_the_structure_disputes(queue, value, expected):
+    _dispute(queue.correct, "ComplEx gives the triple 0.08 while the agent says Correct.")
+    _dispute(queue.overridden, "The rules contradict the verdict.")
+    assert set(shown(queue.client.get(reverse("queue"), {"disputed": value}))) == {getattr(queue, name).pk for name in expected}
+
+
+def test_a_disputed_verdict_carries_a_badge_with_its_reason_in_its_row_and_the_live_status(queue):
+    _dispute(queue.correct, "ComplEx gives the triple 0.08 while the agent says Correct.")
+    page = queue.client.get(reverse("queue")).content.decode()
+    row = page.split(f'data-task-id="{queue.correct.pk}"')[1].split("</tr>")[0]
+    assert 'class="badge disputed"' in row and 'title="ComplEx gives the triple 0.08 while the agent says Correct."' in row
+    other = page.split(f'data-task-id="{queue.incorrect.pk}"')[1].split("</tr>")[0]
+    assert "badge disputed" not in other
+    assert '<select name="disputed">' in page and '<option value="true">Only disputed</option>' in page
+    rows = {row["id"]: row for row in queue.client.get(reverse("queue-status"),
+                                                       {"tasks": f"{queue.correct.pk},{queue.incorrect.pk}"}).json()["tasks"]}
+    assert rows[queue.correct.pk]["disputed"] is True and rows[queue.correct.pk]["disputed_reason"].startswith("ComplEx gives")
+    assert rows[queue.incorrect.pk]["disputed"] is False and rows[queue.incorrect.pk]["disputed_reason"] == ""
+
+
+def test_an_unknown_disputed_value_is_named(queue):
+    response = queue.client.get(reverse("queue"), {"disputed": "maybe"})
+    assert response.status_code == 400 and "disputed: unknown value &#x27;maybe&#x27;" in response.content.decode()
+
+
+def test_the_disputed_filter_travels_to_the_run_pages_previous_and_next(queue):
+    _dispute(queue.correct, "reason")
+    page = queue.client.get(reverse("queue"), {"disputed": "true"}).content.decode()
+    assert f'href="/tasks/{queue.correct.pk}/?queue=disputed%3Dtrue"' in page
+
+
 # ---- bulk actions -----------------------------------------------------------------------------------
 
 def _bulk(client, action, tasks, **extra):

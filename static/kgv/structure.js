@@ -1,0 +1,39 @@
+// The structural-model strip of the queue and run pages (templates/verifier/structure_status.html):
+// while a model of the page's KG is queued or training, poll the status JSON and redraw the strip, so
+// "training 45%" becomes "ready: ComplEx, MRR 0.430" without a reload.
+(function () {
+  "use strict";
+
+  const strip = document.getElementById("structure-status");
+  if (!strip) return;
+  const pollMs = Number(strip.dataset.pollMs || 5000);
+  const IN_FLIGHT = ["queued", "training"];
+
+  function inFlight() {
+    return Array.from(strip.querySelectorAll(".structure-model")).some((line) => IN_FLIGHT.includes(line.dataset.state));
+  }
+
+  function update(model) {
+    const line = strip.querySelector(`.structure-model[data-kg-id="${model.kg_id}"]`);
+    if (!line) return;
+    line.dataset.state = model.state;
+    line.className = `structure-model state-${model.state}`;
+    line.querySelector(".structure-text").textContent = model.text;
+    const bar = line.querySelector(".structure-progress");
+    bar.value = model.percent;
+    bar.textContent = `${model.percent}%`;
+    bar.hidden = !model.in_flight;
+  }
+
+  async function poll() {
+    if (!inFlight()) return;
+    try {
+      const response = await fetch(strip.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (response.ok) (await response.json()).models.forEach(update);
+    } catch (error) {
+      // The server is restarting or the network dropped; the next poll tries again.
+    }
+    window.setTimeout(poll, pollMs);
+  }
+  window.setTimeout(poll, pollMs);
+})();

@@ -1,0 +1,169 @@
+"""What the workbench says about a verdict's confidence and the structural model behind it: the run page's
+confidence, dispute and account of how the number was reached; the structural model strip of the queue and
+run pages and the JSON it polls; plausibility and rule evidence in the evidence table."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
+from tests.verifier.web.structure_rows import failed, local_kg, ready, training
+from tests.verifier.web.workbench import client_for, fast_password_hashing  # noqa: F401  (autouse fixture)
+from verifier.models import StructuralModel, SupportItem
+
+pytestmark = pytest.mark.django_db
+
+ASSESSMENT = {
+    "p_true": 0.22, "agent_verdict": "correct", "structural_probability": 0.08, "rule_probability": None,
+    "reading": {"supports": 2, "contradicts": 1, "silent": 0}, "confidence_model": 7,
+    "disputed_reason": "The structural model gives the triple 0.08 while the agent says Correct.",
+    "structural_model": 1, "keys": {"structural": ["E1"], "supports": ["E3", "E4"]},
+}
+
+
+@pytest.fixture
+def world():
+    world = make_world()
+    world.kg.version = 1
+    world.kg.save(update_fields=["version"])
+    return world
+
+
+@pytest.fixture
+def viewer(make_user):
+    return client_for(make_user, "viewer")
+
+
+def _disputed_run(world):
+    run = make_finished_run(world)
+    run.confidence, run.disputed, run.assessment, run.structural_model = 0.78, True, ASSESSMENT, ready(world.kg)
+    run.save()
+    return run
+
+
+def _page(client, run) -> str:
+    response = client.get(reverse("run-detail", args=[run.pk]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def _section(page: str, element_id: str) -> str:
+    return re.search(rf'<(\w+)[^>]*? id="{element_id}".*?</\1>', page, re.S).group(0)
+
+
+# ---- the run page -------------------------------------------------------------------------------------
+
+def test_the_run_page_shows_the_confidence_next_to_the_verdict_as_a_meter_and_a_sentence(viewer, world):
+    page = _page(viewer, _disputed_run(world))
+    beside = _section(page, "verdict-confidence")
+    assert '<meter id="confidence-meter" min="0" max="1"' in beside and 'value="0.7800"' in beside
+    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", beside)).count("confidence 0.78 that the verdict is right") == 1
+    assert page.index('id="verdict"') < page.index('id="verdict-confidence"') < page.index('id="run-status"')
+
+
+def test_a_disputed_run_has_a_badge_and_its_reason(viewer, world):
+    page = _page(viewer, _disputed_run(world))
+    assert 'id="disputed-badge"' in _section(page, "verdict-confidence")
+    assert 'title="The structural model gives the triple 0.08 while the agent says Correct."' in page
+    reason = _section(page, "disputed-reason")
+    assert "Disputed" in reason and "The structural model gives the triple 0.08 while the agent says Correct." in reason
+
+
+def test_the_page_explains_how_the_confidence_was_reached_and_which_model_scored_the_triple(viewer, world):
+    run = _disputed_run(world)
+    page = _page(viewer, run)
+    factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', page))
+    assert {key: re.sub(r"\s*<a .*", "", value) for key, value in factors.items()} == {
+        "agent_verdict": "Correct", "structural_probability": "0.08", "rule_probability": "no mined rule applies",
+        "reading": "2 supporting, 1 contradicting, 0 silent", "p_true": "0.22", "confidence_model": "#7",
+    }
+    # each figure links to the evidence it was read from: a cited row, or the list of everything retrieved
+    assert re.findall(r'href="#([\w-]+)">\[(E\d)\]', factors["structural_probability"]) == [("evidence-E1", "E1")]
+    assert re.findall(r'href="#([\w-]+)">\[(E\d)\]', factors["reading"]) == [("evidence-E3", "E3"), ("retrieved-E4", "E4")]
+    assert 'id="how-confidence" open' in page  # a disputed verdict opens its account
+    assert f"Triple scored by the structural model: ComplEx model #{run.structural_model_id} of runs-kg v1." in page
+
+
+def test_a_run_from_before_the_confidence_model_shows_its_confidence_and_nothing_invented(viewer, world):
+    run = make_finished_run(world)
+    run.confidence = 0.9
+    run.save(update_fields=["confidence"])
+    page = _page(viewer, run)
+    assert "confidence <strong id=\"confidence-value\">0.90</strong> that the verdict is right" in page
+    assert "badge disputed" not in page and 'id="how-confidence"' not in page and "scored by the structural model" not in page
+    assert re.search(r'<section id="assessment"[^>]*>', page).group(0).endswith("hidden>")
+
+
+def test_a_live_run_has_empty_sections_the_page_swaps_in_when_it_ends(make_user, world):
+    page = _page(client_for(make_user, "viewer"), make_live_run(world))
+    assert 'id="verdict-confidence"' in page and 'confidence-meter' not in page
+    assert re.search(r'<section id="assessment"[^>]*hidden>', page)
+
+
+def test_run_js_swaps_the_confidence_and_its_account_when_the_run_ends():
+    """The page never reloads: run.js fetches it again when the run ends and replaces these sections by id."""
+    from django.contrib.staticfiles import finders
+
+    script = open(finders.find("kgv/run.js"), encoding="utf-8").read()
+    assert '["verdict-confidence", "assessment", "evidence", "review"].forEach' in script
+
+
+def test_plausibility_and_rule_evidence_have_readable_kinds(viewer, world):
+    run = _disputed_run(world)
+    SupportItem.objects.create(run=run, key="E5", kind="plausibility", cited=True, source="runs-kg (1), structural model 1",
+                               text="Plausibility of (Douglas Adams) -[country of citizenship]-> (United Kingdom): 0.08",
+                               payload={"probability": 0.08, "model": 1})
+    SupportItem.objects.create(run=run, key="E6", kind="rule", cited=True, source="runs-kg (1), mined rules",
+                               text="Rule #3 (PCA confidence 0.91, support 40) predicts France instead",
+                               payload={"rule": 3, "role": "against"})
+    page = _page(viewer, run)
+    rows = dict(re.findall(r'<tr class="evidence-row" id="evidence-(E\d)"(.*?)</tr>', page, re.S))
+    assert '<td class="kind kind-plausibility">Structural plausibility · P(true) 0.08</td>' in rows["E5"]
+    assert '<td class="kind kind-rule">Rule · against the claim</td>' in rows["E6"]
+    assert '<td class="kind kind-passage">Passage</td>' in rows["E3"]
+
+
+# ---- the structural model strip ------------------------------------------------------------------------
+
+def test_the_queue_shows_the_structural_model_training_with_a_progress_bar_that_polls(viewer, world):
+    training(world.kg)
+    page = viewer.get(reverse("queue")).content.decode()
+    strip = _section(page, "structure-status")
+    assert f'data-url="{reverse("structure-status")}"' in strip
+    assert 'data-state="training"' in strip and "Structural model:" in strip
+    assert "training 45% (epoch 40/300, validation MRR 0.351)" in strip
+    assert '<progress class="structure-progress" max="100" value="45"' in strip
+    assert "kgv/structure.js" in page
+
+
+def test_the_status_json_follows_the_model_from_training_to_ready(viewer, world):
+    model = training(world.kg)
+    url = reverse("structure-status") + f"?kg={world.kg.pk}"
+    first = viewer.get(url).json()
+    assert first["in_flight"] is True
+    assert [(m["kg"], m["state"], m["percent"], m["in_flight"]) for m in first["models"]] == [("runs-kg", "training", 45, True)]
+    StructuralModel.objects.filter(pk=model.pk).update(status="ready", progress=1.0, stage="ready",
+                                                       config={"kge": {"model": "ComplEx"}},
+                                                       metrics={"validation": {"mrr": 0.43}})
+    later = viewer.get(url).json()
+    assert later["in_flight"] is False
+    assert [(m["state"], m["text"], m["ok"]) for m in later["models"]] == [("ready", "ready: ComplEx, MRR 0.430", True)]
+
+
+def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
+    run = make_finished_run(world)
+    failed(local_kg("other-kg"))
+    ready(world.kg)
+    strip = _section(_page(viewer, run), "structure-status")
+    assert "ready: ComplEx, MRR 0.430" in strip and "other-kg" not in strip and "failed" not in strip
+    assert f'data-url="{reverse("structure-status")}?kg={world.kg.pk}"' in strip
+    assert re.search(r'<progress [^>]* hidden>', strip)  # nothing in flight, no bar
+
+
+def test_a_stalled_or_failed_model_is_said_plainly(viewer, world):
+    failed(world.kg, error="TrainingError: runs-kg has no triples to train on")
+    strip = _section(viewer.get(reverse("queue")).content.decode(), "structure-status")
+    assert 'data-state="failed"' in strip and "failed: TrainingError: runs-kg has no triples to train on" in strip

@@ -1,0 +1,134 @@
+"""Reads shared by the pages, the API and /health/: the structural model of each local KG as people should
+read it (training 45 %, ready, stalled, failed, none), in two queries and without loading any weights."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from verifier.models import KnowledgeGraph, StructuralModel
+
+# Everything but the weights and the calibration maps, which can be megabytes a row and nobody here reads.
+HEAVY_FIELDS = ("weights", "calibration")
+IN_FLIGHT = (StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING)
+
+
+@dataclass(frozen=True)
+class StructuralStatus:
+    """The structural model of one KG's current version.
+
+    ``state``: ``none`` (nothing trained for this version), ``queued``, ``training``, ``ready``, ``failed``
+    or ``stalled`` (in flight on paper, no heartbeat: its worker is gone). ``ok`` is False only when the
+    latest job failed or stalled and no ready model serves the tools meanwhile: without a model the
+    product still works (the tools say so), a broken job nobody will finish needs an operator.
+    """
+
+    kg_id: int
+    kg: str
+    kg_version: int
+    state: str
+    ok: bool
+    text: str  # "training 45% (epoch 40/300, validation MRR 0.351)"
+    progress: float  # 0–1 of the latest job
+    model_id: int | None
+    ready_model_id: int | None
+    mrr: float | None  # validation MRR of the ready model
+
+    @property
+    def in_flight(self) -> bool:
+        return self.state in ("queued", "training")
+
+    @property
+    def percent(self) -> int:
+        return round(self.progress * 100)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "in_flight": self.in_flight, "percent": self.percent}
+
+
+def light_models() -> QuerySet:
+    """StructuralModel rows without their weights and calibration maps."""
+    return StructuralModel.objects.defer(*HEAVY_FIELDS)
+
+
+def validation_mrr(model: StructuralModel) -> float | None:
+    mrr = ((model.metrics or {}).get("validation") or {}).get("mrr")
+    return float(mrr) if isinstance(mrr, int | float) else None
+
+
+def model_summary(model: StructuralModel) -> str:
+    """"ComplEx, MRR 0.430": the kind of embedding model and how well it ranks held-out triples."""
+    kind = ((model.config or {}).get("kge") or {}).get("model") or "KGE"
+    mrr = validation_mrr(model)
+    return f"{kind}, MRR {mrr:.3f}" if mrr is not None else kind
+
+
+def _progress_text(model: StructuralModel) -> str:
+    """"training 45% (epoch 40/300, validation MRR 0.351)" from the row's progress and its stage text
+    ("training: epoch 40/300, validation MRR 0.351")."""
+    stage, _, detail = (model.stage or "").partition(": ")
+    if model.status == StructuralModel.Status.QUEUED:
+        return f"queued ({detail or 'waiting for a worker'})"
+    text = f"{stage or 'training'} {model.progress:.0%}"
+    return f"{text} ({detail})" if detail else text
+
+
+def _when(model: StructuralModel) -> str:
+    last = model.heartbeat_at or model.created_at
+    return f"{timezone.localtime(last):%Y-%m-%d %H:%M %Z}" if last else "it started"
+
+
+def _first_line(text: str) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else "no error recorded"
+    return line if len(line) <= 160 else line[:157] + "…"
+
+
+def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: StructuralModel | None) -> StructuralStatus:
+    """The status of ``kg`` from its latest model and its newest ready model of the current version."""
+    retrain = f"manage.py train_kge {kg.name}"
+    serving = f"; serving the ready model #{ready.pk} ({model_summary(ready)})" if ready and latest and ready.pk != latest.pk else ""
+    if latest is None or latest.status == StructuralModel.Status.SUPERSEDED:
+        state, text = "none", f"none trained ({retrain})"
+    elif latest.is_stale:
+        state, text = "stalled", f"stalled (no progress since {_when(latest)}; {retrain}){serving}"
+    elif latest.status in IN_FLIGHT:
+        state = latest.status
+        text = _progress_text(latest) + serving
+    elif latest.status == StructuralModel.Status.READY:
+        state, text = "ready", f"ready: {model_summary(latest)}"
+    else:
+        state, text = "failed", f"failed: {_first_line(latest.error)} ({retrain}){serving}"
+    return StructuralStatus(
+        kg_id=kg.pk, kg=kg.name, kg_version=kg.version, state=state, ok=state not in ("failed", "stalled") or ready is not None,
+        text=text, progress=1.0 if state == "ready" else (latest.progress if latest else 0.0),
+        model_id=latest.pk if latest else None, ready_model_id=ready.pk if ready else None,
+        mrr=validation_mrr(ready) if ready else None,
+    )
+
+
+def structural_statuses(kg_ids: list[int] | None = None) -> list[StructuralStatus]:
+    """The structural model status of every local KG with data (or of ``kg_ids``), by KG name.
+
+    Two queries: the KGs, then every model of their current versions, newest first (a version has a
+    handful: one per training job)."""
+    kgs = KnowledgeGraph.objects.filter(kind=KnowledgeGraph.Kind.LOCAL, version__gt=0).order_by("name")
+    if kg_ids is not None:
+        kgs = kgs.filter(pk__in=kg_ids)
+    kgs = list(kgs.only("id", "name", "version", "kind"))
+    models = light_models().filter(kg__in=kgs, kg_version=F("kg__version")).order_by("-id")
+    latest: dict[int, StructuralModel] = {}
+    ready: dict[int, StructuralModel] = {}
+    for model in models:
+        latest.setdefault(model.kg_id, model)
+        if model.status == StructuralModel.Status.READY:
+            ready.setdefault(model.kg_id, model)
+    return [describe(kg, latest.get(kg.pk), ready.get(kg.pk)) for kg in kgs]
+
+
+def scoring_model(model_id: int | None) -> StructuralModel | None:
+    """The structural model that scored a run, with its KG, without its weights."""
+    if model_id is None:
+        return None
+    return light_models().select_related("kg").filter(pk=model_id).first()

@@ -1,0 +1,99 @@
+"""The run page's account of its verdict's confidence: the calibrated probability that the verdict is
+right, whether the structural evidence disputes it, and the evidence the number was computed from
+(``Run.assessment``, written by the runner; ``{}`` on runs older than the confidence model)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from verifier.models import Run, Verdict
+from verifier.selectors import scoring_model
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One line of "How the confidence was reached"."""
+
+    key: str
+    label: str
+    value: str
+    evidence: tuple[str, ...] = ()  # the evidence keys (E5, …) the figure came from, linked to their rows
+
+
+@dataclass(frozen=True)
+class RunAssessment:
+    confidence: float | None
+    disputed: bool
+    disputed_reason: str
+    p_true: float | None
+    factors: list[Factor] = field(default_factory=list)
+    structural_model: str = ""  # "ComplEx model #4 of codex-s v2", or ""
+    cited_keys: frozenset[str] = frozenset()  # evidence keys with a row in the claim-vs-evidence table
+
+    @property
+    def percent(self) -> int:
+        return round((self.confidence or 0.0) * 100)
+
+    @property
+    def explained(self) -> bool:
+        """Whether there is anything to say below the confidence: a dispute, its evidence, a scoring model."""
+        return self.disputed or bool(self.factors) or bool(self.structural_model)
+
+
+def _probability(value) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _probability_text(value, missing: str) -> str:
+    number = _probability(value)
+    return f"{number:.2f}" if number is not None else missing
+
+
+def _reading_text(reading: dict) -> str:
+    counts = {name: int(reading.get(name) or 0) for name in ("supports", "contradicts", "silent")}
+    return f"{counts['supports']} supporting, {counts['contradicts']} contradicting, {counts['silent']} silent"
+
+
+def _keys(assessment: dict, *features: str) -> tuple[str, ...]:
+    """The evidence keys a feature was read from (``assessment["keys"]``: feature → keys)."""
+    keys = assessment.get("keys") if isinstance(assessment.get("keys"), dict) else {}
+    return tuple(str(key) for feature in features for key in (keys.get(feature) or []))
+
+
+def factors(assessment: dict) -> list[Factor]:
+    """The evidence behind the confidence, in the order it is combined; absent keys are left out, a key
+    present with no value (no model, no rule) says why there is no number."""
+    rows = []
+    if verdict := assessment.get("agent_verdict"):
+        rows.append(Factor("agent_verdict", "Agent's verdict", dict(Verdict.choices).get(verdict, verdict)))
+    if "structural_probability" in assessment:
+        rows.append(Factor("structural_probability", "Structural probability (KG embedding) that the triple is true",
+                           _probability_text(assessment["structural_probability"], "not available (no ready structural model)"),
+                           _keys(assessment, "structural")))
+    if "rule_probability" in assessment:
+        rows.append(Factor("rule_probability", "Rule probability that the triple is true",
+                           _probability_text(assessment["rule_probability"], "no mined rule applies"), _keys(assessment, "rules")))
+    if isinstance(assessment.get("reading"), dict):
+        rows.append(Factor("reading", "Passages read", _reading_text(assessment["reading"]),
+                           _keys(assessment, "supports", "contradicts")))
+    if "p_true" in assessment:
+        rows.append(Factor("p_true", "Combined probability that the triple is true",
+                           _probability_text(assessment["p_true"], "not computed")))
+    if "confidence_model" in assessment:
+        model = assessment["confidence_model"]
+        rows.append(Factor("confidence_model", "Confidence model",
+                           f"#{model}" if model is not None else "none fitted yet (manage.py calibrate)"))
+    return rows
+
+
+def run_assessment(run: Run, cited_keys: frozenset[str] = frozenset()) -> RunAssessment:
+    """``cited_keys``: the evidence keys the page shows in its table (the others are in the "all retrieved"
+    list), so that a factor links to where its evidence is."""
+    assessment = run.assessment if isinstance(run.assessment, dict) else {}
+    model = scoring_model(run.structural_model_id)
+    return RunAssessment(
+        confidence=run.confidence, disputed=run.disputed,
+        disputed_reason=str(assessment.get("disputed_reason") or ""),
+        p_true=_probability(assessment.get("p_true")), factors=factors(assessment),
+        structural_model=model.description if model is not None else "", cited_keys=cited_keys,
+    )
