@@ -9,9 +9,12 @@ draws them again. The confidence stored on a run is the probability that its ver
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
+from django.db import transaction
 
 from verifier.agent.weighing import FEATURES, Evidence, Weigher, Weights, evidence_from
 from verifier.models import ConfidenceModel, Run, SupportItem
@@ -107,7 +110,6 @@ class Fit:
 def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     """Fit, store and activate a confidence model on labelled runs; their triples are recorded as fitted
     (an evaluation never draws them again). Cross-validated accuracy and ECE are reported."""
-    from django.db import transaction
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
@@ -163,3 +165,40 @@ def reassess(runs) -> int:
                                              structural_model_id=evidence.structural_model)
         count += 1
     return count
+
+
+# ------------------------------------------------------------------------------------------ moving models
+
+SEED_MODEL = Path(__file__).resolve().parent / "data" / "confidence_model.json"
+FORMAT = "kgv-confidence-model/1"
+
+
+def export_model(model: ConfidenceModel, path: Path) -> None:
+    """Write a confidence model as JSON (its weights, what it was fitted on and how well it did)."""
+    path.write_text(json.dumps({"format": FORMAT, "features": model.features, "coefficients": model.coefficients,
+                                "intercept": model.intercept, "source": model.source, "metrics": model.metrics}, indent=2))
+
+
+def import_model(path: Path) -> ConfidenceModel:
+    """Activate a confidence model read from ``export_model``'s JSON, for every KG; a file that is not one, or
+    whose features are not the agent's, is refused with the reason and nothing is changed."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a KGV confidence model (format {FORMAT!r} expected)")
+    if data.get("features") != FEATURES or len(data.get("coefficients") or []) != len(FEATURES):
+        raise ValueError(f"{path}: fitted on other features ({data.get('features')}); refit it with manage.py calibrate")
+    with transaction.atomic():
+        ConfidenceModel.objects.filter(active=True, kg__isnull=True).update(active=False)
+        return ConfidenceModel.objects.create(kg=None, features=FEATURES, coefficients=[float(c) for c in data["coefficients"]],
+                                              intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
+                                              source=f"{data.get('source', '')} (imported from {path.name})"[:500])
+
+
+def seed_if_none() -> ConfidenceModel | None:
+    """Activate the shipped confidence model when no confidence model exists yet."""
+    if ConfidenceModel.objects.exists() or not SEED_MODEL.exists():
+        return None
+    return import_model(SEED_MODEL)

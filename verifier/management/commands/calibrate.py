@@ -1,8 +1,10 @@
 """``manage.py calibrate --evaluations NAME`` — fit the confidence of verdicts on labelled runs (an
 evaluation's runs on a validation split, reviewers' decisions with ``--reviews``), then recompute the
-confidence of finished runs."""
+confidence of finished runs. ``--export FILE`` / ``--import FILE`` move a fitted model between installations."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -18,6 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--reviews", action="store_true", help="also fit on reviewers' Correct/Incorrect decisions")
         parser.add_argument("--kg", help="fit for this KG only (default: one model for every KG)")
         parser.add_argument("--no-reassess", action="store_true", help="do not recompute finished runs' confidence")
+        parser.add_argument("--export", type=Path, metavar="FILE", help="write the fitted model (or, alone, the active one) as JSON")
+        parser.add_argument("--import", dest="import_", type=Path, metavar="FILE",
+                            help="activate a model written by --export (for every KG) instead of fitting one")
 
     def handle(self, *args, **options):
         kg = None
@@ -25,7 +30,16 @@ class Command(BaseCommand):
             kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
             if kg is None:
                 raise CommandError(f"no KG named {options['kg']!r}")
+        if options["import_"]:
+            return self._import(options["import_"], options["no_reassess"])
         names = [n.strip() for n in options["evaluations"].split(",") if n.strip()]
+        if not names and not options["reviews"] and options["export"]:
+            model = confidence.active_model(kg.pk if kg else None)
+            if model is None:
+                raise CommandError("no active confidence model to export: fit one with --evaluations or --reviews")
+            confidence.export_model(model, options["export"])
+            self.stdout.write(f"Wrote confidence model #{model.pk} to {options['export']}.")
+            return
         if not names and not options["reviews"]:
             raise CommandError("give --evaluations NAME[,NAME] and/or --reviews: the labelled runs to fit on")
         pairs = confidence.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
@@ -41,6 +55,20 @@ class Command(BaseCommand):
             f"{cv['ece']:.3f}; on these runs the verdicts were right {cv['verdict_accuracy']:.1%} of the time, the model's "
             f"own answers {cv['answer_accuracy']:.1%}, the weighed evidence {cv['combined_accuracy']:.1%}.\n"
             f"  weights: {weights}; intercept {fitted.model.intercept:+.2f}"))
+        if options["export"]:
+            confidence.export_model(fitted.model, options["export"])
+            self.stdout.write(f"Wrote it to {options['export']}.")
         if not options["no_reassess"]:
-            runs = Run.objects.filter(task__kg=kg) if kg else Run.objects.all()
-            self.stdout.write(f"Re-assessed {confidence.reassess(runs)} finished agent runs.")
+            self._reassess(Run.objects.filter(task__kg=kg) if kg else Run.objects.all())
+
+    def _import(self, path: Path, no_reassess: bool) -> None:
+        try:
+            model = confidence.import_model(path)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(self.style.SUCCESS(f"Activated confidence model #{model.pk} for every KG ({model.source})."))
+        if not no_reassess:
+            self._reassess(Run.objects.all())
+
+    def _reassess(self, runs) -> None:
+        self.stdout.write(f"Re-assessed {confidence.reassess(runs)} finished agent runs.")

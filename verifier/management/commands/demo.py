@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from kgv_web.embedded import embedded_dir
-from verifier import health
+from verifier import confidence, health
 from verifier.memory.bank import SEED_BANK, seed_if_empty
 from verifier.models import KnowledgeGraph
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
@@ -52,6 +52,8 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self._load_demo_kg()
         self._seed_memory_bank()
+        if seeded := confidence.seed_if_none():
+            self.stdout.write(f"Verdict confidence: {seeded.source}.")
         password = self._demo_login()
         if options["no_serve"]:
             return

@@ -1,0 +1,81 @@
+"""``manage.py calibrate``: fitting the verdict confidence on an evaluation's labelled runs, recording their
+triples as fitted, re-assessing finished runs, and moving a fitted model between installations."""
+
+import itertools
+import json
+import random
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from verifier import confidence
+from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Run, SupportItem, VerificationTask
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def labelled(world_kg):
+    """40 finished agent runs of an evaluation: true triples score high on the structural model, false ones
+    low (with noise); the model answered Correct to all of them, as a small model does."""
+    rng = random.Random(0)
+    evaluation = Evaluation.objects.create(name="fit-runs", kg=world_kg, benchmark="codex-s", sample_size=40, mode="agent")
+    entities, relations = list(world_kg.entities.all()), list(world_kg.relations.all())
+    triples = [(h, r, t) for h, r, t in itertools.product(entities, relations, entities) if h != t][:40]
+    for position, (head, relation, tail) in enumerate(triples):
+        label = position % 2 == 0
+        task = VerificationTask.objects.create(kg=world_kg, head=head, relation=relation, tail=tail)
+        run = Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict="correct", config={"profile": "compact"},
+                                 assessment={"agent_verdict": "correct", "agent_logit": 2.0})
+        probability = min(0.99, max(0.01, (0.75 if label else 0.3) + rng.uniform(-0.2, 0.2)))
+        SupportItem.objects.create(run=run, key="E1", kind=SupportItem.Kind.PLAUSIBILITY, text="plausibility",
+                                   payload={"probability": probability, "model": None})
+        EvaluationItem.objects.create(evaluation=evaluation, task=task, expected_label=label, position=position, run=run)
+    return evaluation
+
+
+def test_calibrate_fits_on_the_labelled_runs_records_them_and_reassesses(labelled, capsys):
+    call_command("calibrate", evaluations="fit-runs")
+    model = ConfidenceModel.objects.get(active=True)
+    assert model.metrics["n"] == 40 and model.metrics["positives"] == 20
+    assert model.coefficients[confidence.FEATURES.index("structural_logit")] > 0  # the signal that separates them
+    assert FitTriple.objects.filter(purpose=FitTriple.Purpose.CONFIDENCE).count() == 40
+    out = capsys.readouterr().out
+    assert "fitted on 40 labelled runs" in out and "Re-assessed 40 finished agent runs" in out
+    true_run = EvaluationItem.objects.filter(evaluation=labelled, expected_label=True).first().run
+    false_run = EvaluationItem.objects.filter(evaluation=labelled, expected_label=False).first().run
+    true_run.refresh_from_db(), false_run.refresh_from_db()
+    assert true_run.assessment["p_true"] > 0.5 > false_run.assessment["p_true"]
+    assert true_run.confidence == pytest.approx(true_run.assessment["p_true"], abs=1e-4)  # verdict Correct
+
+
+def test_too_few_labelled_runs_are_refused_with_the_reason(world_kg):
+    with pytest.raises(CommandError, match="at least 20 labelled runs"):
+        call_command("calibrate", evaluations="no-such-evaluation")
+    assert not ConfidenceModel.objects.exists()
+
+
+def test_a_fitted_model_moves_between_installations(labelled, tmp_path):
+    path = tmp_path / "confidence.json"
+    call_command("calibrate", evaluations="fit-runs", export=path)
+    fitted = ConfidenceModel.objects.get(active=True)
+    data = json.loads(path.read_text())
+    assert data["format"] == confidence.FORMAT and data["coefficients"] == fitted.coefficients
+
+    ConfidenceModel.objects.all().delete()
+    call_command("calibrate", import_=path, no_reassess=True)
+    imported = ConfidenceModel.objects.get(active=True)
+    assert imported.kg is None and imported.coefficients == fitted.coefficients and "imported from" in imported.source
+    assert confidence.seed_if_none() is None  # a model exists: the shipped one is not imported over it
+
+
+def test_a_file_that_is_not_a_confidence_model_is_refused_and_nothing_changes(labelled, tmp_path):
+    call_command("calibrate", evaluations="fit-runs")
+    before = list(ConfidenceModel.objects.values_list("pk", "active"))
+    for content in ("{not json", json.dumps({"format": "something-else"}),
+                    json.dumps({"format": confidence.FORMAT, "features": ["agent_correct"], "coefficients": [1.0], "intercept": 0})):
+        bad = tmp_path / "bad.json"
+        bad.write_text(content)
+        with pytest.raises(CommandError, match="bad.json"):
+            call_command("calibrate", import_=bad)
+    assert list(ConfidenceModel.objects.values_list("pk", "active")) == before
