@@ -126,4 +126,6 @@ def investigate(inv: Investigation) -> Iterator[AgentStep]:
                         completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
         observation = yield from inv.act(parsed.tool, parsed.arguments)
         inv.remember(messages, text, f"{trimmed(observation)}\n{prompts.claim_reminder(inv.claim)}")
-    yield from inv.judgment(messages)
+        if inv.repeats:  # a small model that repeats a call has run out of questions: more steps only repeat it again
+            break
+    yield from inv.judgment(messages, reason="an action was repeated" if inv.repeats else "step limit reached")

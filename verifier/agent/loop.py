@@ -96,6 +96,7 @@ class Investigation:
         self.impression = ""
         self.plan_text = ""
         self.done_calls: dict[str, list[str]] = {}  # action already taken → the evidence keys it returned
+        self.repeats = 0  # actions asked again after they ran
         self.corrected = False  # the one correction round of a Final Answer's citations was used
         self.brief_text = ""
         self.stop = STOP
@@ -200,6 +201,7 @@ class Investigation:
         yield AgentStep("action", signature, tool=tool, arguments=shown)
         if signature.casefold() in self.done_calls:
             # Small models loop on the same few calls; the answer would not change, so say so instead.
+            self.repeats += 1
             keys = self.done_calls[signature.casefold()]
             observation = (f"You already ran {signature}; its evidence ({', '.join(keys) or 'none'}) is above and has not "
                            f"changed. Do not repeat an action: use a different tool or arguments, or give the Final Answer.")
@@ -295,12 +297,12 @@ class Investigation:
                                f"{summary(evidence, p_true)}.")
         return verdict, explanation, (p_true if verdict == "correct" else 1 - p_true), assessment
 
-    def judgment(self, messages: list[dict]) -> Iterator[AgentStep]:
+    def judgment(self, messages: list[dict], reason: str = "step limit reached") -> Iterator[AgentStep]:
         started = time.perf_counter()
         grammar = prompts.FINAL_GRAMMAR if self.config.use_grammar else None
         completion = self._complete([*messages, {"role": "user", "content": prompts.JUDGMENT}], grammar=grammar,
                                     max_tokens=self.config.max_step_tokens)
-        yield _step_from("thought", completion, started, f"(step limit reached: mandatory judgment)\n{completion.text.strip()}")
+        yield _step_from("thought", completion, started, f"({reason}: mandatory judgment)\n{completion.text.strip()}")
         yield from self.probe([*messages, {"role": "user", "content": prompts.JUDGMENT},
                                {"role": "assistant", "content": completion.text.strip()}])
         final = parse_final(completion.text)

@@ -137,6 +137,21 @@ def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
     assert run.confidence == pytest.approx(0.3775, abs=1e-3)
 
 
+def test_a_repeated_action_ends_the_loop_in_the_mandatory_judgment(task):
+    def script(body: dict) -> str:
+        last = body["messages"][-1]["content"]
+        if last.startswith("Observation") or last.startswith("Now verify"):
+            return "Thought: Look at his neighbours.\nAction: KG_Neighbor(Douglas Adams)"
+        return reader("silent")(body)
+
+    run, _ = run_compact(task, script, t_max=4)
+    actions = list(run.steps.filter(kind="action").values_list("content", flat=True))
+    assert actions[1:] == ["KG_Neighbor(Douglas Adams)"] * 2  # after the brief: asked again once, then judged
+    thoughts = run.steps.filter(kind="thought").values_list("content", flat=True)
+    assert any(t.startswith("(an action was repeated: mandatory judgment)") for t in thoughts)
+    assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct"
+
+
 def test_without_a_fitted_weighing_the_answer_stands_without_confidence(task):
     run, _ = run_compact(task, reader("contradicts"))
     assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct" and run.confidence is None
