@@ -83,11 +83,7 @@ class StructuralEvidence:
         if rows is None:
             return Unavailable(f"({head}, {relation}, {tail}) is not made of entities and a relation of {self.kg.name}.")
         if scoring.trained_on(model, *rows):
-            from verifier.structure.training import request_training
-
-            request_training(self.kg, reason="a queued triple was in the training set")
-            return Unavailable("The structural model was trained with this very triple (it was queued after training), so "
-                               "its score would prove nothing; a model trained without it has been requested.")
+            return self._learnt(rows)
         result = scoring.loaded(model).plausibility(*rows)
         if result is None:
             return Unavailable(f"The structural model of {self.kg.name} does not know one of these entities (added after training).")
@@ -97,6 +93,20 @@ class StructuralEvidence:
             self._side(result.tail, lambda alt: (head_row, relation_row, alt)),
             self._side(result.head, lambda alt: (alt, relation_row, tail_row)),
         )
+
+    def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:
+        """The model learnt this triple. Only a triple queued for verification gets a model trained without it
+        (asking about any other KG fact, as a curator or an agent exploring may, must not start a training)."""
+        from verifier.models import VerificationTask
+        from verifier.structure.training import request_training
+
+        head_id, relation_id, tail_id = rows
+        if VerificationTask.objects.filter(kg=self.kg, head_id=head_id, relation_id=relation_id, tail_id=tail_id).exists():
+            request_training(self.kg, reason="a queued triple was in the training set")
+            return Unavailable("The structural model was trained with this very triple (it was queued after training), so "
+                               "its score would prove nothing; a model trained without it has been requested.")
+        return Unavailable("The structural model learnt this triple: it is a fact of the KG the model was trained on, so "
+                           "its score would prove nothing. Queue it for verification to have a model trained without it.")
 
     def rules(self, head: str, relation: str, tail: str, *, limit: int = 5) -> RuleEvidence | Unavailable:
         """What the rules mined from the KG's current version say for and against (head, relation, tail)."""

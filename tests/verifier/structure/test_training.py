@@ -73,6 +73,10 @@ def test_a_queued_triple_is_never_scored_by_a_model_trained_on_it(towns):
     slice_ = set(HeldOutTriple.objects.filter(model=model).values_list("head_id", "relation_id", "tail_id"))
     learnt = next(t for t in triples if t[1] == "citizen_of" and _ids(kg, *t) not in slice_)
     assert scoring.trained_on(model, *_ids(kg, *learnt))
+    # Asked about without being queued (an agent or a curator exploring): refused, and no training started.
+    refused = StructuralEvidence(kg).plausibility(*learnt)
+    assert isinstance(refused, Unavailable) and "learnt this triple" in refused.message
+    assert not StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.QUEUED).exists()
     # Queued after training: the model learnt it, so it refuses and asks for a model trained without it.
     h, r, t = _ids(kg, *learnt)
     VerificationTask.objects.create(kg=kg, head_id=h, relation_id=r, tail_id=t)
