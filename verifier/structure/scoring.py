@@ -75,10 +75,12 @@ class LoadedModel:
     @torch.inference_mode()
     def log_probs(self, anchor: int, relation: int, side: str) -> np.ndarray:
         """log p(· | anchor, relation) over all entities; side "tail": anchor is the head, "head": the tail."""
+        # predict_t / predict_h, not score_t / score_h: with reciprocal relations PyKEEN maps a relation id to
+        # its forward (and inverse) representation inside predict_*; score_* take representation ids as given.
         if side == "tail":
-            scores = self.network.score_t(torch.tensor([[anchor, relation]]))
+            scores = self.network.predict_t(torch.tensor([[anchor, relation]]))
         else:
-            scores = self.network.score_h(torch.tensor([[relation, anchor]]))
+            scores = self.network.predict_h(torch.tensor([[relation, anchor]]))
         return torch.log_softmax(scores[0], dim=0).numpy()
 
     def candidates(self, relation_row: int, side: str) -> np.ndarray:
@@ -128,8 +130,8 @@ class LoadedModel:
                 idx = np.stack([np.searchsorted(self.entity_rows, batch[:, 0]), np.searchsorted(self.relation_rows, batch[:, 1]),
                                 np.searchsorted(self.entity_rows, batch[:, 2])], axis=1)
                 tensor = torch.as_tensor(idx, dtype=torch.long)
-                tails = torch.log_softmax(self.network.score_t(tensor[:, :2]), dim=1)
-                heads = torch.log_softmax(self.network.score_h(tensor[:, 1:]), dim=1)
+                tails = torch.log_softmax(self.network.predict_t(tensor[:, :2]), dim=1)
+                heads = torch.log_softmax(self.network.predict_h(tensor[:, 1:]), dim=1)
                 rows = torch.arange(len(idx))
                 out[start:start + len(idx), 0] = tails[rows, tensor[:, 2]].numpy()
                 out[start:start + len(idx), 1] = heads[rows, tensor[:, 0]].numpy()
