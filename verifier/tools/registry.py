@@ -150,7 +150,10 @@ class Toolbox:
             return ToolResult(f"{problem}. Usage: {spec.signature} — " + "; ".join(
                 f"{p.name}: {p.description}" for p in spec.parameters), ok=False)
         key = cache_key(self.context.kg.version, f"{spec.name}@{spec.code_hash}", bound, self.context.exclude)
-        cached = self.run_cache.get(key) or (self.shared_cache.get(key) if self.shared_cache else None)
+        # Structural answers depend on the KG's model and its calibration, which change without the KG's version
+        # (a retraining, a recalibration); they take milliseconds, so they are cached within a run only.
+        shared = self.shared_cache if spec.category != "structural" else None
+        cached = self.run_cache.get(key) or (shared.get(key) if shared else None)
         if cached is not None:
             self.run_cache[key] = cached
             return ToolResult.from_dict(cached, cached=True)
@@ -161,8 +164,8 @@ class Toolbox:
             return ToolResult(f"{spec.name} could not get an answer: {exc}", ok=False)
         data = result.to_dict()
         self.run_cache[key] = data
-        if self.shared_cache is not None and result.ok:
-            self.shared_cache.set(key, data)
+        if shared is not None and result.ok:
+            shared.set(key, data)
         return result
 
     def _find(self, name: str) -> ToolSpec | None:
