@@ -79,12 +79,16 @@ def default_profile(llm=None) -> str:
     is ``llm`` when given, else the configured endpoint)."""
     if settings.KGV_AGENT_PROFILE != "auto":
         return settings.KGV_AGENT_PROFILE
-    from kgv_web.embedded_llm import MODELS
-
     base_url = getattr(llm, "base_url", None) if llm is not None else os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
     model = getattr(llm, "model", None) if llm is not None else os.environ.get("LLM_MODEL") or settings.LLM_MODEL
-    embedded = not base_url or (model in MODELS and "127.0.0.1" in base_url)
-    return "compact" if embedded else "paper"
+    return "compact" if not base_url or is_embedded(base_url, model) else "paper"
+
+
+def is_embedded(base_url: str, model: str) -> bool:
+    """Whether the endpoint is the embedded local model (one of its models, served on loopback)."""
+    from kgv_web.embedded_llm import MODELS
+
+    return model in MODELS and "127.0.0.1" in base_url
 
 
 def settled_config(config: dict, llm=None) -> dict:
@@ -102,17 +106,23 @@ def profile_defaults(profile: str) -> dict:
     return {"t_max": settings.KGV_T_MAX, "memory_k": settings.KGV_MEMORY_K}
 
 
+# The embedded model serves one request at a time on a shared CPU: a call that times out is still being
+# computed, so a retry would only queue the same work behind it. It gets a long timeout and no retry.
+EMBEDDED_TIMEOUT_SECONDS = 900.0
+
+
 @functools.lru_cache(maxsize=8)
 def _llm(base_url: str, model: str, grammar: bool):
     from verifier.agent.llm import OpenAICompatibleLLM, PriceTable
 
+    embedded = is_embedded(base_url, model)
     return OpenAICompatibleLLM(
         base_url,
         settings.LLM_API_KEY,
         model,
         temperature=settings.LLM_TEMPERATURE,
-        timeout=settings.LLM_TIMEOUT_SECONDS,
-        max_retries=settings.LLM_MAX_RETRIES,
+        timeout=max(settings.LLM_TIMEOUT_SECONDS, EMBEDDED_TIMEOUT_SECONDS) if embedded else settings.LLM_TIMEOUT_SECONDS,
+        max_retries=0 if embedded else settings.LLM_MAX_RETRIES,
         prices=PriceTable.from_env(settings.LLM_PRICES),
         supports_grammar=grammar,
     )

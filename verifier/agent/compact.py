@@ -8,21 +8,25 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
 2. Focused reading — the few most relevant sentences are judged supports / contradicts / silent, one
    short call each, and enter the brief as judged evidence.
 3. Planning — the paper's initial impression and strategic plan, from the brief and the lessons of
-   past cases (fenced, short, never about this claim).
-4. A short ReAct loop (default four steps) that only fetches what is missing or conflicting, with the
-   claim restated before every decision and tool output trimmed to its first lines; then the Final
-   Answer, or the mandatory judgment at the step limit.
+   past cases (fenced, short, never about this claim). A plan whose first step is to answer from the
+   brief settles the claim: its impression is the model's answer and no loop runs.
+4. Otherwise a short ReAct loop (default four steps) that only fetches what is missing or conflicting,
+   with the claim restated before every decision and tool output trimmed to its first lines; then the
+   Final Answer, or the mandatory judgment at the step limit (or at a repeated action).
+
+Whichever way the model answers, one token with log-probabilities (the verdict probe) says how sure it
+is, and the run's verdict is its evidence weighed (verifier/agent/weighing.py).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
 from verifier.agent import prompts
 from verifier.agent.brief import BriefWriter, gather
-from verifier.agent.parsing import ParseError, parse_plan, parse_step
+from verifier.agent.parsing import FinalAnswer, ParseError, Plan, cited_keys, parse_plan, parse_step
 from verifier.agent.steps import AgentStep
 from verifier.tools.base import EvidenceItem
 
@@ -74,9 +78,9 @@ def _opening(inv: Investigation) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _plan(inv: Investigation, messages: list[dict]) -> Iterator[AgentStep]:
+def _plan(inv: Investigation, messages: list[dict]) -> Generator[AgentStep, None, Plan]:
     started = time.perf_counter()
-    ask = {"role": "user", "content": f"{_opening(inv)}\n\n{prompts.COMPACT_PLAN_REQUEST}"}
+    ask = {"role": "user", "content": f"{_opening(inv)}\n\n{prompts.COMPACT_PLAN_REQUEST}\n{prompts.claim_reminder(inv.claim)}"}
     grammar = prompts.COMPACT_PLAN_GRAMMAR if inv.config.use_grammar else None
     completion = inv.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS)
     plan = parse_plan(completion.text)
@@ -84,6 +88,7 @@ def _plan(inv: Investigation, messages: list[dict]) -> Iterator[AgentStep]:
     messages += [ask, {"role": "assistant", "content": inv.plan_text}]
     yield AgentStep("plan", inv.plan_text, prompt_tokens=completion.prompt_tokens,
                     completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+    return plan
 
 
 def trimmed(observation: str) -> str:
@@ -100,7 +105,11 @@ def investigate(inv: Investigation) -> Iterator[AgentStep]:
                                                  abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
     messages: list[dict] = [{"role": "system", "content": system}]
     if inv.config.use_planning:
-        yield from _plan(inv, messages)
+        plan = yield from _plan(inv, messages)
+        if plan.settled:  # nothing is missing or conflicting: the impression is the answer, the loop has no work
+            yield from inv.probe(messages)
+            yield inv.verdict(FinalAnswer(plan.impression, plan.reason, cited_keys(plan.reason)), forced=False)
+            return
         messages.append({"role": "user", "content": f"Now verify the claim step by step. {prompts.claim_reminder(inv.claim)}"})
     else:
         messages.append({"role": "user", "content": f"{_opening(inv)}\n\nVerify the claim step by step. "

@@ -224,7 +224,7 @@ class Investigation:
             return False
         yield _step_from("thought", completion, started, parsed.thought or text)
         yield from self.probe([*messages, {"role": "assistant", "content": text}])
-        yield self._verdict(final, forced=False)
+        yield self.verdict(final, forced=False)
         return True
 
     def probe(self, messages: list[dict]) -> Iterator[AgentStep]:
@@ -261,7 +261,7 @@ class Investigation:
                     f"it rests on ({self.support.keys_text()}).")
         return ""
 
-    def _verdict(self, final: FinalAnswer, *, forced: bool, note: str = "") -> AgentStep:
+    def verdict(self, final: FinalAnswer, *, forced: bool, note: str = "") -> AgentStep:
         valid, unknown = self.support.check(final.cited)
         verdict = final.verdict
         if verdict == "not_enough_evidence" and not self.config.abstain:
@@ -309,7 +309,7 @@ class Investigation:
         if final is None:
             fallback = self.impression or "correct"
             final = FinalAnswer(fallback, "The judgment could not be read; the initial impression stands.")
-        yield self._verdict(final, forced=True)
+        yield self.verdict(final, forced=True)
 
     # ------------------------------------------------------------------------------ baselines
 
@@ -326,7 +326,7 @@ class Investigation:
         if final is None:
             yield AgentStep("verdict", "(unparsable answer)", verdict=None, explanation=completion.text.strip())
             return
-        yield self._verdict(final, forced=False)
+        yield self.verdict(final, forced=False)
 
     def _single(self, mode: str, *, temperature: float | None = None) -> Iterator[AgentStep]:
         yield from self._ask_once(mode, prompts.claim_text(self.claim), temperature=temperature)
@@ -345,7 +345,7 @@ class Investigation:
             return
         (winner, count), total = votes.most_common(1)[0], sum(votes.values())
         explanation = f"Majority of {total} sampled answers: {dict(votes)}."
-        step = self._verdict(FinalAnswer(winner, explanation), forced=False)
+        step = self.verdict(FinalAnswer(winner, explanation), forced=False)
         step.confidence = count / total
         yield step
 
@@ -363,7 +363,7 @@ class Investigation:
         probability = float(scored.payload["probability"])
         verdict = "correct" if probability >= 0.5 else "incorrect"
         explanation = f"the calibrated structural probability is {probability:.2f} [{scored.key}]"
-        step = self._verdict(FinalAnswer(verdict, explanation, [scored.key]), forced=False)
+        step = self.verdict(FinalAnswer(verdict, explanation, [scored.key]), forced=False)
         step.confidence = probability if verdict == "correct" else 1 - probability
         yield step
 

@@ -16,7 +16,9 @@ from verifier.structure.rules import mine_rules
 
 pytestmark = pytest.mark.django_db
 
-PLAN = "=== Initial Impression ===\n[Correct] Because [E1].\n=== Strategic Plan ===\n[Step 1] Give the Final Answer from the brief"
+PLAN = "=== Initial Impression ===\n[Correct] Because [E1].\n=== Strategic Plan ===\n[Step 1] Check the text with Wiki_Evidence"
+SETTLED = ("=== Initial Impression ===\n[Incorrect] Because [E4] names another country.\n"
+           "=== Strategic Plan ===\n[Step 1] Give the Final Answer from the brief.")
 ANSWER = "Thought: The brief suffices.\nFinal Answer: [Correct] Because he was born in Cambridge [E9]."
 
 
@@ -37,7 +39,7 @@ def reader(judgment: str, plan: str = PLAN, answer: str = ANSWER):
             return judgment
         if body["messages"][-1]["content"].startswith("Considering all the evidence above"):
             return TextReply("Correct", top_logprobs={"Correct": -0.2, "Incorrect": -1.8, "True": -4.0})
-        if body["messages"][-1]["content"].rstrip().endswith('or "Give the Final Answer from the brief".'):
+        if "=== Strategic Plan ===" in body["messages"][-1]["content"]:
             return plan
         return answer
 
@@ -165,3 +167,16 @@ def test_disputed_when_the_answer_and_the_structural_probability_disagree_clearl
     assert Evidence("correct").dispute() == ""  # no structural evidence, no dispute
     weights = Weights(tuple([1.0] + [0.0] * (len(FEATURES) - 1)), 0.0)
     assert weights.probability(Evidence("correct")) == pytest.approx(0.7311, abs=1e-4)
+
+
+def test_a_plan_that_answers_from_the_brief_settles_the_claim_without_a_loop(task):
+    run, requests = run_compact(task, reader("silent", plan=SETTLED))
+    kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
+    assert kinds == ["action", "observation", "plan", "thought", "verdict"]  # brief, plan, probe, verdict
+    assert run.steps.get(kind="thought").content.startswith("(verdict probe:")
+    assert run.assessment["agent_verdict"] == "incorrect" and run.verdict == "incorrect"
+    assert "names another country" in run.explanation
+    assert "E4" in set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
+    plan_request = next(r for r in requests if "=== Strategic Plan ===" in r.messages[-1]["content"])
+    assert plan_request.messages[-1]["content"].endswith("Decide about this claim only.")
+    assert not any(r.messages[-1]["content"].startswith("Now verify") for r in requests)

@@ -254,3 +254,18 @@ def test_a_completion_carries_its_cost():
     with ScriptedOpenAIServer(["two words"]) as server:
         completion = make_llm(server.url, prices=prices).complete(MESSAGES)
     assert completion.cost_usd == Decimal(PROMPT_WORDS * 1 + 2 * 2)
+
+
+# -- the client the product builds ----------------------------------------------------------------------------
+
+
+def test_the_embedded_model_gets_a_long_timeout_and_no_retries_and_a_remote_endpoint_the_settings(settings):
+    from verifier.wiring import EMBEDDED_TIMEOUT_SECONDS, _llm
+
+    settings.LLM_TIMEOUT_SECONDS, settings.LLM_MAX_RETRIES = 120.0, 3
+    _llm.cache_clear()
+    embedded = _llm("http://127.0.0.1:8011/v1", "qwen2.5-coder-1.5b", True)
+    remote = _llm("https://api.example.org/v1", "qwen2.5-coder-1.5b", False)
+    _llm.cache_clear()
+    assert (embedded.timeout, embedded.max_retries) == (EMBEDDED_TIMEOUT_SECONDS, 0)
+    assert (remote.timeout, remote.max_retries) == (120.0, 3)
