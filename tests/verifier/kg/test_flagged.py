@@ -85,5 +85,5 @@ def test_import_tasks_command(kg, tmp_path):
     path = _file(tmp_path, "flagged.csv", "Q42,P27,Q145\n")
     call_command("import_tasks", "names", str(path))
     assert VerificationTask.objects.filter(kg=kg).count() == 1
-    with pytest.raises(CommandError, match="no KG named 'nope'"):
+    with pytest.raises(CommandError, match="no loaded KG named 'nope'"):
         call_command("import_tasks", "nope", str(path))

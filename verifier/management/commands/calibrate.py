@@ -9,7 +9,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
-from verifier.models import KnowledgeGraph, Run
+from verifier.management.lookup import kg_named
+from verifier.models import Run
 
 
 class Command(BaseCommand):
@@ -27,9 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         kg = None
         if options["kg"]:
-            kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
-            if kg is None:
-                raise CommandError(f"no KG named {options['kg']!r}")
+            kg = kg_named(options["kg"])
         if options["import_"]:
             return self._import(options["import_"], options["no_reassess"])
         names = [n.strip() for n in options["evaluations"].split(",") if n.strip()]

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier.kg.loader import ImportRejected
-from verifier.models import KnowledgeGraph
+from verifier.management.lookup import kg_named
 from verifier.services import import_flagged_triples
 
 
@@ -23,10 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--skip-invalid", action="store_true", help="queue the good rows, report the bad")
 
     def handle(self, *args, **options):
-        kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
-        if kg is None:
-            known = ", ".join(KnowledgeGraph.objects.values_list("name", flat=True)) or "none loaded"
-            raise CommandError(f"no KG named {options['kg']!r} (known: {known})")
+        kg = kg_named(options["kg"])
         path: Path = options["file"]
         if not path.exists():
             raise CommandError(f"{path} does not exist")

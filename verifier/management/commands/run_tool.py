@@ -7,7 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier.models import KnowledgeGraph
+from verifier.management.lookup import kg_named
 from verifier.tools.registry import available, describe
 from verifier.wiring import build_toolbox, query_triple
 
@@ -25,9 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-cache", action="store_true", help="do not answer from the shared tool cache")
 
     def handle(self, *args, **options):
-        kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
-        if kg is None:
-            raise CommandError(f"no KG named {options['kg']!r}")
+        kg = kg_named(options["kg"])
         if not options["tool"]:
             self.stdout.write(describe(available()))
             return

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from verifier.management.lookup import kg_named
 from verifier.models import KnowledgeGraph
 from verifier.structure import kge
 from verifier.structure.training import TrainingError, request_training, train
@@ -37,9 +38,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
-        kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
-        if kg is None or kg.version == 0:
-            raise CommandError(f"no loaded KG named {options['kg']!r} (load it with manage.py load_kg)")
+        kg = kg_named(options["kg"], loaded=True)
         if kg.kind != KnowledgeGraph.Kind.LOCAL:
             raise CommandError(f"{kg.name} is a SPARQL endpoint: structural models are trained on local KGs only")
         try:
