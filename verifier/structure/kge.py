@@ -166,6 +166,7 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
     best_state = None
     epochs, stale, history = 0, 0, []
     budget = config.max_minutes * 60
+    progress(0.0, f"epoch 0/{config.max_epochs}, first validation after {min(config.eval_every, config.max_epochs)} epochs")
     while epochs < config.max_epochs:
         chunk = min(config.eval_every, config.max_epochs - epochs)
         with warnings.catch_warnings():
