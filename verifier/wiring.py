@@ -71,7 +71,9 @@ def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_to
 
 
 # What each profile runs with unless a run's config says otherwise.
-COMPACT_DEFAULTS = {"t_max": 4, "memory_k": 2, "max_step_tokens": 160, "verdict_probe": True}
+# The verdict probe is off: on the embedded model it costs 2–20 s a run (llama-cpp-python re-reads the context to
+# return log-probabilities) and the fitted weighing gave its log-odds no weight.
+COMPACT_DEFAULTS = {"t_max": 4, "memory_k": 2, "max_step_tokens": 160, "verdict_probe": False}
 
 
 def default_profile(llm=None) -> str:

@@ -28,9 +28,10 @@ CALLS: tuple[tuple[str, Callable[[Claim], list[str]]], ...] = (
     ("KG_Path", lambda c: [c.head, c.tail]),
     ("Read_Sentences", lambda c: [c.head, c.relation, c.tail]),
 )
-MAX_RULE_LINES = 4
+MAX_RULE_LINES = 3
 MAX_RELATED_FACTS = 3
 MAX_PATHS = 3
+MAX_LINE_CHARS = 200  # a line is cut here (the full item is stored): prompt tokens cost ~25–40 ms each on a CPU
 
 
 @dataclass
@@ -83,6 +84,8 @@ class BriefWriter:
         keyed = self.support.add(item)
         if keyed not in self.items:
             self.items.append(keyed)
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS].rsplit(" ", 1)[0] + " …"
         self.lines.append(f"[{keyed.key}] {line}")
 
     def note(self, line: str) -> None:

@@ -9,7 +9,9 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
    short call each, and enter the brief as judged evidence.
 3. Planning — the paper's initial impression and strategic plan, from the brief and the lessons of
    past cases (fenced, short, never about this claim). A plan whose first step is to answer from the
-   brief settles the claim: its impression is the model's answer and no loop runs.
+   brief settles the claim, and so does one that names no tool beyond the brief's own (a small model
+   asked what is missing names those again, then repeats their calls): its impression is the model's
+   answer and no loop runs.
 4. Otherwise a short ReAct loop (default four steps) that only fetches what is missing or conflicting,
    with the claim restated before every decision and tool output trimmed to its first lines; then the
    Final Answer, or the mandatory judgment at the step limit (or at a repeated action).
@@ -25,6 +27,7 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
 from verifier.agent import prompts
+from verifier.agent.brief import CALLS as BRIEF_CALLS
 from verifier.agent.brief import BriefWriter, gather
 from verifier.agent.parsing import FinalAnswer, ParseError, Plan, cited_keys, parse_plan, parse_step
 from verifier.agent.steps import AgentStep
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 
 JUDGMENTS = ("supports", "contradicts", "silent")
 OBSERVATION_LINES = 10  # a tool answer in the loop is cut to its header and first lines
-PLAN_TOKENS = 120
+PLAN_TOKENS = 90
 READING_TOKENS = 4
 
 
@@ -80,7 +83,8 @@ def _opening(inv: Investigation) -> str:
 
 def _plan(inv: Investigation, messages: list[dict]) -> Generator[AgentStep, None, Plan]:
     started = time.perf_counter()
-    ask = {"role": "user", "content": f"{_opening(inv)}\n\n{prompts.COMPACT_PLAN_REQUEST}\n{prompts.claim_reminder(inv.claim)}"}
+    request = prompts.COMPACT_PLAN_REQUEST.format(settled=prompts.SETTLED_STEP)
+    ask = {"role": "user", "content": f"{_opening(inv)}\n\n{request}\n{prompts.claim_reminder(inv.claim)}"}
     grammar = prompts.COMPACT_PLAN_GRAMMAR if inv.config.use_grammar else None
     completion = inv.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS)
     plan = parse_plan(completion.text)
@@ -89,6 +93,13 @@ def _plan(inv: Investigation, messages: list[dict]) -> Generator[AgentStep, None
     yield AgentStep("plan", inv.plan_text, prompt_tokens=completion.prompt_tokens,
                     completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
     return plan
+
+
+def _names_new_tool(inv: Investigation, plan: Plan) -> bool:
+    """Whether the plan's steps name a tool the brief did not already run. A small model asked what is missing
+    names the brief's own tools again (and then repeats their calls); only another tool can add evidence."""
+    briefed = {name for name, _ in BRIEF_CALLS}
+    return any(name.casefold() in plan.steps.casefold() for name in inv.tools.specs if name not in briefed)
 
 
 def trimmed(observation: str) -> str:
@@ -101,19 +112,18 @@ def trimmed(observation: str) -> str:
 def investigate(inv: Investigation) -> Iterator[AgentStep]:
     """All steps of a compact-profile investigation (see the module docstring)."""
     yield from _brief(inv)
-    system = prompts.COMPACT_REACT_SYSTEM.format(tools=inv.tool_list(), t_max=inv.config.t_max,
-                                                 abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
+    system = prompts.COMPACT_REACT_SYSTEM.format(abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
+    loop_request = prompts.compact_loop_request(inv.tool_list(), inv.config.t_max, inv.claim)
     messages: list[dict] = [{"role": "system", "content": system}]
     if inv.config.use_planning:
         plan = yield from _plan(inv, messages)
-        if plan.settled:  # nothing is missing or conflicting: the impression is the answer, the loop has no work
+        if plan.settled or not _names_new_tool(inv, plan):  # nothing left to fetch: the impression is the answer
             yield from inv.probe(messages)
             yield inv.verdict(FinalAnswer(plan.impression, plan.reason, cited_keys(plan.reason)), forced=False)
             return
-        messages.append({"role": "user", "content": f"Now verify the claim step by step. {prompts.claim_reminder(inv.claim)}"})
+        messages.append({"role": "user", "content": loop_request})
     else:
-        messages.append({"role": "user", "content": f"{_opening(inv)}\n\nVerify the claim step by step. "
-                                                    f"{prompts.claim_reminder(inv.claim)}"})
+        messages.append({"role": "user", "content": f"{_opening(inv)}\n\n{loop_request}"})
     grammar = prompts.step_grammar(list(inv.tools.specs), abstain=inv.config.abstain) if inv.config.use_grammar else None
     inv.corrected = False
     for _ in range(inv.config.t_max):

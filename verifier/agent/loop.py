@@ -57,8 +57,8 @@ class AgentConfig:
     # short loop for small local models (verifier/agent/compact.py).
     profile: str = "paper"
     max_step_tokens: int = 384
-    # After the answer, one token with log-probabilities: how sure the model is (on by default in the compact profile,
-    # whose small models lean Correct in their answers but still rank claims in their log-odds).
+    # After the answer, one token with log-probabilities: how sure the model is (a weighing feature, for small models
+    # that lean Correct in their answers but may still rank claims in their log-odds).
     verdict_probe: bool = False
     samples: int = 5  # self-consistency
     sample_temperature: float = 0.7

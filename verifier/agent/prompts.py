@@ -168,27 +168,31 @@ WEIGHING = """How to weigh the evidence:
   supporting context; a type violation or a conflicting value of a one-valued relation is evidence against.
 - Absence of evidence is not evidence: without text, follow the structural plausibility."""
 
+# The tool list (≈550 tokens, a quarter of the plan's prompt) is only sent when the loop runs: a plan that
+# settles the claim from the brief never needs it, and on a CPU every prompt token costs ~25 ms.
 COMPACT_REACT_SYSTEM = f"""You check one claim about a knowledge graph, like a careful fact-checker. An evidence brief was
 gathered for you (items keyed [E1], [E2], …) and your plan follows it.
 
 {WEIGHING}
 
-Each reply is one step: a line starting "Thought:" with one sentence, then either a line starting "Action:"
-with one tool call, only if something missing or conflicting must still be checked, or a line starting
-"Final Answer: [Correct] Because" or "Final Answer: [Incorrect] Because" followed by one sentence that
-cites the keys of the evidence it rests on.
-Tools:
-{{tools}}
+When asked to verify step by step, each reply is one step: a line starting "Thought:" with one sentence,
+then either a line starting "Action:" with one tool call, only if something missing or conflicting must
+still be checked, or a line starting "Final Answer: [Correct] Because" or "Final Answer: [Incorrect] Because"
+followed by one sentence that cites the keys of the evidence it rests on.
 {{abstain}}
 {CRITERIA}
-{DATA_NOT_INSTRUCTIONS} You have at most {{t_max}} steps."""
+{DATA_NOT_INSTRUCTIONS}"""
 
-COMPACT_PLAN_REQUEST = f"""First write your initial impression and plan, in exactly this form:
+
+def compact_loop_request(tools: str, t_max: int, claim: Claim) -> str:
+    return f"Now verify the claim step by step. Tools:\n{tools}\nYou have at most {t_max} steps. {claim_reminder(claim)}"
+
+COMPACT_PLAN_REQUEST = """First write your initial impression and plan, in exactly this form:
 === Initial Impression ===
 [Correct] or [Incorrect], then Because and one sentence citing brief keys
 === Strategic Plan ===
-[Step 1] {SETTLED_STEP} when the brief settles the claim; otherwise Check, then what is missing or
-conflicting and the tool that would settle it."""
+[Step 1] {settled} when the brief settles the claim; otherwise Check, then what is missing or
+conflicting and which tool would settle it."""
 
 def verdict_probe(claim: Claim) -> str:
     return (f"Considering all the evidence above, is the claim {claim.head_label} — {claim.relation_label} — "

@@ -112,7 +112,7 @@ def _fit_weights(**coefficients) -> ConfidenceModel:
 
 def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model_answer(task):
     _fit_weights(agent_correct=0.5, contradicts=-3.0)
-    run, _ = run_compact(task, reader("contradicts"))
+    run, _ = run_compact(task, reader("contradicts"), verdict_probe=True)
     answer = "correct"  # the scripted model said Correct, and its one-token probe leans Correct
     assert run.assessment["agent_verdict"] == answer
     assert run.assessment["agent_logit"] == pytest.approx(math.log(math.exp(-0.2) + math.exp(-4.0)) + 1.8, abs=1e-3)
@@ -172,8 +172,7 @@ def test_disputed_when_the_answer_and_the_structural_probability_disagree_clearl
 def test_a_plan_that_answers_from_the_brief_settles_the_claim_without_a_loop(task):
     run, requests = run_compact(task, reader("silent", plan=SETTLED))
     kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
-    assert kinds == ["action", "observation", "plan", "thought", "verdict"]  # brief, plan, probe, verdict
-    assert run.steps.get(kind="thought").content.startswith("(verdict probe:")
+    assert kinds == ["action", "observation", "plan", "verdict"]  # the brief, the plan, the verdict (no probe by default)
     assert run.assessment["agent_verdict"] == "incorrect" and run.verdict == "incorrect"
     assert "names another country" in run.explanation
     assert "E4" in set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
