@@ -68,10 +68,19 @@ def _csv_row(record: RunRecord) -> dict:
     }
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…) in a review reason, say).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """A text cell a spreadsheet would read as a formula, quoted with a leading apostrophe (OWASP's advice)."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) else value
+
+
 def to_csv(selection: Selection) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\r\n")
     writer.writeheader()
     for record in selection.records:
-        writer.writerow(_csv_row(record))
+        writer.writerow({column: spreadsheet_safe(value) for column, value in _csv_row(record).items()})
     return buffer.getvalue()

@@ -46,6 +46,14 @@ def test_csv_export_has_one_row_per_run_with_cited_sources_and_hashes(verified):
     assert second["review_reason"] == "The passage says Cambridge." and second["relation"] == "place of birth"
 
 
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted(verified):
+    add_review(verified["run"], verified["reviewer"], decision="accept", reason='=HYPERLINK("http://x","y")')
+    text = exports.render(select(run_ids=[verified["run"].pk]), "csv").content.decode()
+    (row,) = csv.DictReader(io.StringIO(text))
+    assert row["review_reason"] == '\'=HYPERLINK("http://x","y")'
+    assert row["head"] == "Douglas Adams" and row["review_decision"] == "accept"  # other cells as they were
+
+
 def test_a_task_exports_its_latest_finished_run_and_tasks_without_one_are_reported(verified):
     task = verified["task"]
     later = make_finished_run(task, verdict="incorrect")
