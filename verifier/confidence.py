@@ -26,6 +26,14 @@ def active_model(kg_id: int | None) -> ConfidenceModel | None:
     return models.filter(kg_id=kg_id).first() or models.filter(kg__isnull=True).first()
 
 
+def unweighed_warning(kg_id: int | None) -> str:
+    """Why an agent run on this KG would not be weighed (no confidence model in force), or ""."""
+    if active_model(kg_id) is not None:
+        return ""
+    return ("No confidence model is active: the agent's verdicts will be the model's own answers, with no confidence. "
+            f"Activate the shipped one with: manage.py calibrate --import verifier/data/{SEED_MODEL.name}")
+
+
 def weights_of(model: ConfidenceModel) -> Weights:
     if list(model.features) != FEATURES:
         raise ValueError(f"confidence model {model.pk} was fitted on other features ({model.features}); refit it")

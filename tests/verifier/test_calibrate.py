@@ -79,3 +79,11 @@ def test_a_file_that_is_not_a_confidence_model_is_refused_and_nothing_changes(la
         with pytest.raises(CommandError, match="bad.json"):
             call_command("calibrate", import_=bad)
     assert list(ConfidenceModel.objects.values_list("pk", "active")) == before
+
+
+def test_an_agent_evaluation_without_a_confidence_model_is_warned_how_to_activate_the_shipped_one(world_kg):
+    warning = confidence.unweighed_warning(world_kg.pk)
+    assert "verdicts will be the model's own answers" in warning
+    assert "manage.py calibrate --import verifier/data/confidence_model.json" in warning
+    confidence.seed_if_none()
+    assert confidence.unweighed_warning(world_kg.pk) == ""

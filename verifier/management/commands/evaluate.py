@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from verifier import confidence
 from verifier.agent.loop import MODES
 from verifier.evaluation import reports
 from verifier.evaluation.configs import parse_ablations
@@ -67,6 +68,8 @@ class Command(BaseCommand):
         else:
             evaluation = self._prepare(options)
         concurrency = options["concurrency"] or evaluation.concurrency
+        if evaluation.mode == "agent" and (warning := confidence.unweighed_warning(evaluation.kg_id)):
+            self.stdout.write(self.style.WARNING(warning))
         try:
             wait_for_model(evaluation.kg, log=self.stdout.write)
             with worker_pool(concurrency, log=self.stdout.write):
