@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_VERDICT = re.compile(r"\[?\s*\**\s*(correct|incorrect|not enough evidence)\s*\**\s*\]?", re.IGNORECASE)
+_VERDICT = re.compile(r"\[?\s*\**\s*\b(not\s+correct|incorrect|correct|not enough evidence)\b\s*\**\s*\]?", re.IGNORECASE)
 _FINAL = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
 _ACTION = re.compile(r"action\s*(?:\d+)?\s*[:：]\s*(.+)", re.IGNORECASE)
 _THOUGHT = re.compile(r"thought\s*(?:\d+)?\s*[:：]\s*", re.IGNORECASE)
@@ -51,7 +51,8 @@ def _verdict_word(text: str) -> str:
     match = _VERDICT.search(text)
     if match is None:
         return ""
-    return match.group(1).lower().replace(" ", "_")
+    word = " ".join(match.group(1).lower().split())
+    return "incorrect" if word == "not correct" else word.replace(" ", "_")
 
 
 def _after_verdict(text: str) -> str:

@@ -38,6 +38,13 @@ def test_final_answer_with_citations():
     assert cited_keys("see [E1][E12] and E1") == ["E1", "E12"]
 
 
+def test_a_negated_or_embedded_verdict_word_is_read_as_meant():
+    assert parse_final("Final Answer: The claim is not correct, because [E2] names Paris.").verdict == "incorrect"
+    assert parse_final("Final Answer: Not  Correct. [E1]").verdict == "incorrect"
+    assert parse_final("Final Answer: [Incorrect] Because [E1]").verdict == "incorrect"
+    assert parse_final("Final Answer: incorrectly filed? No: [Correct] Because [E1]").verdict == "correct"
+
+
 def test_an_imagined_observation_never_becomes_the_answer():
     step = parse_step("Thought: check\nAction: KG_Path(A, B)\nObservation: done.\nFinal Answer: [Correct] Because x")
     assert step.final is None and step.tool == "KG_Path"
