@@ -236,7 +236,9 @@ class Investigation:
         completion = self._complete([*messages, {"role": "user", "content": prompts.verdict_probe(self.claim)}],
                                     max_tokens=1, temperature=0, top_logprobs=10)
         self.answer_logit = probe_logit(completion.first_token_logprobs)
-        if self.answer_logit is None:
+        if self.answer_logit is None and completion.first_token_logprobs:
+            summary_text = "(verdict probe: neither Correct nor Incorrect is among the model's likeliest first words)"
+        elif self.answer_logit is None:
             summary_text = "(verdict probe: the endpoint returned no log-probabilities)"
         else:
             p = 1 / (1 + math.exp(-self.answer_logit))
