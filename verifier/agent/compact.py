@@ -16,8 +16,8 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
    with the claim restated before every decision and tool output trimmed to its first lines; then the
    Final Answer, or the mandatory judgment at the step limit (or at a repeated action).
 
-Whichever way the model answers, one token with log-probabilities (the verdict probe) says how sure it
-is, and the run's verdict is its evidence weighed (verifier/agent/weighing.py).
+Whichever way the model answers, the run's verdict is its evidence weighed (verifier/agent/weighing.py);
+with ``verdict_probe`` on, one token with log-probabilities first says how sure the model is.
 """
 
 from __future__ import annotations
@@ -95,11 +95,13 @@ def _plan(inv: Investigation, messages: list[dict]) -> Generator[AgentStep, None
     return plan
 
 
-def _names_new_tool(inv: Investigation, plan: Plan) -> bool:
-    """Whether the plan's steps name a tool the brief did not already run. A small model asked what is missing
-    names the brief's own tools again (and then repeats their calls); only another tool can add evidence."""
+def _needs_loop(inv: Investigation, plan: Plan) -> bool:
+    """Whether the loop has work: the plan names a tool the brief did not already run, or gave no impression
+    to answer with. A plan that answers from the brief names none; a small model asked what is missing names
+    the brief's own tools again (and then repeats their calls), and only another tool can add evidence."""
     briefed = {name for name, _ in BRIEF_CALLS}
-    return any(name.casefold() in plan.steps.casefold() for name in inv.tools.specs if name not in briefed)
+    return not plan.impression or any(name.casefold() in plan.steps.casefold()
+                                      for name in inv.tools.specs if name not in briefed)
 
 
 def trimmed(observation: str) -> str:
@@ -117,7 +119,7 @@ def investigate(inv: Investigation) -> Iterator[AgentStep]:
     messages: list[dict] = [{"role": "system", "content": system}]
     if inv.config.use_planning:
         plan = yield from _plan(inv, messages)
-        if plan.settled or not _names_new_tool(inv, plan):  # nothing left to fetch: the impression is the answer
+        if not _needs_loop(inv, plan):  # nothing left to fetch: the impression is the model's answer
             yield from inv.probe(messages)
             yield inv.verdict(FinalAnswer(plan.impression, plan.reason, cited_keys(plan.reason)), forced=False)
             return

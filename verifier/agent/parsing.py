@@ -25,12 +25,6 @@ class Plan:
     steps: str
     raw: str
 
-    @property
-    def settled(self) -> bool:
-        """The plan's first step is to answer from what is already known: nothing is left to fetch."""
-        first = re.sub(r"^\W*(?:\[?\s*step\s*1\s*\]?)?[\s:.-]*", "", self.steps, flags=re.IGNORECASE)
-        return bool(self.impression) and first.lower().startswith("give the final answer")
-
 
 @dataclass
 class FinalAnswer:

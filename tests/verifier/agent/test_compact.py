@@ -179,3 +179,10 @@ def test_a_plan_that_answers_from_the_brief_settles_the_claim_without_a_loop(tas
     plan_request = next(r for r in requests if "=== Strategic Plan ===" in r.messages[-1]["content"])
     assert plan_request.messages[-1]["content"].endswith("Decide about this claim only.")
     assert not any(r.messages[-1]["content"].startswith("Now verify") for r in requests)
+
+
+def test_a_plan_without_an_impression_goes_on_to_the_loop(task):
+    no_impression = "=== Strategic Plan ===\n[Step 1] Give the Final Answer from the brief."
+    run, requests = run_compact(task, reader("silent", plan=no_impression))
+    assert any(r.messages[-1]["content"].startswith("Now verify") for r in requests)
+    assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct"  # the loop's Final Answer
