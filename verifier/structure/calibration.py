@@ -4,8 +4,10 @@
 (scikit-learn) over the score features, plus a per-relation intercept and per-relation slopes that the
 L2 penalty pulls towards the shared fit. A relation with plenty of labelled triples gets its own
 scaling; a relation with few (or none) falls back on what all relations share. Each relation's
-positives and negatives are weighted equally, so the probabilities assume a balanced prior — each
-verdict 50% likely before the evidence, as the method's judgment criteria say.
+positives and negatives weigh the same in total, so the probabilities assume a balanced prior — each
+verdict 50% likely before the evidence, as the method's judgment criteria say — and each relation weighs
+as many (true, false) pairs as it can form, min(#true, #false): a relation with one negative says as
+little about the fit as it would in a relation-matched test set, instead of as much as one with hundreds.
 
 ``expected_calibration_error`` and ``reliability_bins`` follow the usual definition: predictions binned
 by confidence into 10 equal-width bins, ECE = Σ (n_bin / n) · |accuracy_bin − mean confidence_bin|.
@@ -66,10 +68,14 @@ def _design(z: np.ndarray, relations: list[str], known: list[str]) -> np.ndarray
     return design
 
 
-def _balanced_weights(relations: list[str], labels: np.ndarray) -> np.ndarray:
-    """Each (relation, label) group weighs as much as the other label of the same relation."""
+def matched_weights(relations: list[str], labels: np.ndarray) -> np.ndarray:
+    """Each (relation, label) group weighs min(#true, #false) of its relation in total (see the module
+    docstring); a relation with one label only weighs nothing."""
     counts = Counter(zip(relations, labels.tolist(), strict=True))
-    weights = np.array([1.0 / counts[(r, y)] for r, y in zip(relations, labels.tolist(), strict=True)])
+    weights = np.array([min(counts[(r, 0)], counts[(r, 1)]) / counts[(r, y)]
+                        for r, y in zip(relations, labels.tolist(), strict=True)])
+    if weights.sum() == 0:
+        raise ValueError("calibration needs true and false examples of the same relation")
     return weights * len(weights) / weights.sum()
 
 
@@ -89,7 +95,7 @@ def fit_relation_calibrator(x: np.ndarray, relations: Sequence[str], labels: Seq
     z = (x - mean) / scale
     known = sorted({r for r in relations if len({int(v) for v, rr in zip(y, relations, strict=True) if rr == r}) == 2})
     design = _design(z, relations, known)
-    weights = _balanced_weights(relations, y)
+    weights = matched_weights(relations, y)
     if c is None:
         c = _choose_c(design, y, weights, seed)
     model = LogisticRegression(C=c, max_iter=2000)

@@ -99,7 +99,6 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]]) -> La
 def calibrate_structural(model: StructuralModel) -> dict:
     """Fit the per-relation calibration of ``model`` and store it with its cross-validated error."""
     from verifier.structure.scoring import FEATURES, LoadedModel
-    from verifier.structure.training import calibration_error
 
     rows, source = structural_fit_set(model)
     if not rows or len({y for *_, y in rows}) < 2:
@@ -111,10 +110,7 @@ def calibrate_structural(model: StructuralModel) -> dict:
     features = network.features(triples)
     calibrator = fit_relation_calibrator(features, relations, labels, feature_names=FEATURES)
     metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "c": calibrator.c}
-    out_of_fold = _cross_validated(features, relations, labels)
-    if out_of_fold is not None:
-        metrics["cross_validated_accuracy"] = round(float(((out_of_fold >= 0.5) == labels).mean()), 4)
-        metrics["cross_validated_ece"] = round(calibration_error(out_of_fold, labels), 4)
+    metrics.update(_cross_validated_metrics(features, relations, labels))
     rules = _calibrate_rules(model, triples, relations, labels)
     model.calibration = {**(model.calibration or {}), "structural": calibrator.to_dict(), "fitted_at": timezone.now().isoformat()}
     if rules is not None:
@@ -134,14 +130,23 @@ def _calibrate_rules(model: StructuralModel, triples: np.ndarray, relations: lis
         return None
     features = np.array([rule_features(rule_evidence(model.kg, *map(int, t), limit=1)) for t in triples])
     calibrator = fit_relation_calibrator(features, relations, labels, feature_names=RULE_FEATURES)
-    metrics = {"n": len(labels)}
-    out_of_fold = _cross_validated(features, relations, labels)
-    if out_of_fold is not None:
-        from verifier.structure.training import calibration_error
+    return calibrator.to_dict(), {"n": len(labels), **_cross_validated_metrics(features, relations, labels)}
 
-        metrics["cross_validated_accuracy"] = round(float(((out_of_fold >= 0.5) == labels).mean()), 4)
-        metrics["cross_validated_ece"] = round(calibration_error(out_of_fold, labels), 4)
-    return calibrator.to_dict(), metrics
+
+def _cross_validated_metrics(features: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
+    """Out-of-fold accuracy (as drawn, and relation-matched: each relation weighing min(#true, #false)
+    pairs, as a relation-matched test set would) and ECE; empty when there is too little to cross-validate."""
+    from verifier.structure.calibration import matched_weights
+    from verifier.structure.training import calibration_error
+
+    out_of_fold = _cross_validated(features, relations, labels)
+    if out_of_fold is None:
+        return {}
+    right = (out_of_fold >= 0.5) == labels
+    matched = matched_weights(relations, labels.astype(int))
+    return {"cross_validated_accuracy": round(float(right.mean()), 4),
+            "cross_validated_matched_accuracy": round(float((matched * right).sum() / matched.sum()), 4),
+            "cross_validated_ece": round(calibration_error(out_of_fold, labels), 4)}
 
 
 def _cross_validated(features: np.ndarray, relations: list[str], labels: np.ndarray, folds: int = 5) -> np.ndarray | None:

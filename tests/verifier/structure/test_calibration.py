@@ -61,3 +61,19 @@ def test_expected_calibration_error_by_hand():
     bins = reliability_bins(confidence, right)
     assert [(b["low"], b["n"], b["accuracy"]) for b in bins] == [(0.6, 4, 0.5), (0.9, 4, 0.75)]
     assert expected_calibration_error([0.8] * 10, [True] * 8 + [False] * 2) == pytest.approx(0.0)
+
+
+def test_a_relation_weighs_as_many_pairs_as_it_can_form():
+    from verifier.structure.calibration import matched_weights
+
+    relations = ["a"] * 4 + ["b"] * 4 + ["c"] * 2
+    labels = np.array([1, 1, 1, 0, 1, 0, 0, 0, 1, 1])
+    weights = matched_weights(relations, labels)
+    # "a" forms one pair (3 true, 1 false), "b" one pair (1 true, 3 false), "c" none (no false example).
+    per_group = {}
+    for r, y, w in zip(relations, labels.tolist(), weights, strict=True):
+        per_group[(r, y)] = per_group.get((r, y), 0.0) + w
+    assert per_group[("a", 1)] == pytest.approx(per_group[("a", 0)]) == pytest.approx(per_group[("b", 1)])
+    assert per_group[("c", 1)] == 0.0
+    with pytest.raises(ValueError, match="same relation"):
+        matched_weights(["a", "b"], np.array([1, 0]))

@@ -1,5 +1,6 @@
 """``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model, with a
-progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does)."""
+progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does; ``--recalibrate``: refit the
+ready model's calibration only, in seconds)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
     return None
 
 
+def _calibration_line(calibration: dict) -> str:
+    line = f"calibrated on {calibration.get('n')} labelled triples ({calibration.get('source')})"
+    if "cross_validated_ece" in calibration:
+        line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
+                 f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
+    return line
+
+
 class Command(BaseCommand):
     help = "Train the KG-embedding model of a loaded KG (PyKEEN), without its queued triples, and calibrate it."
 
@@ -36,11 +45,16 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="train on a Celery worker instead of here")
         parser.add_argument("--config", default="{}", help='KGE settings as JSON, e.g. \'{"dim": 128, "max_minutes": 5}\'')
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--recalibrate", action="store_true",
+                            help="refit the calibration of the KG's ready model without retraining it")
 
     def handle(self, *args, **options):
         kg = kg_named(options["kg"], loaded=True)
         if kg.kind != KnowledgeGraph.Kind.LOCAL:
             raise CommandError(f"{kg.name} is a SPARQL endpoint: structural models are trained on local KGs only")
+        if options["recalibrate"]:
+            self._recalibrate(kg)
+            return
         try:
             overrides = json.loads(options["config"])
             config = kge.KGEConfig.from_dict({**self._defaults(kg), **overrides}) if overrides else None
@@ -72,9 +86,20 @@ class Command(BaseCommand):
             f"dim {row.config['kge']['dim']}, {metrics['epochs']} epochs in {metrics['training_seconds'] / 60:.1f} min "
             f"({metrics['stopped_because']}); held-out MRR {metrics['validation']['mrr']:.3f}"
             + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f})" if dataset else "")
-            + f"; calibrated on {calibration.get('n')} labelled triples ({calibration.get('source')})"
-            + (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%}, ECE "
-               f"{calibration['cross_validated_ece']:.3f}" if "cross_validated_ece" in calibration else "")))
+            + "; " + _calibration_line(calibration)))
+
+    def _recalibrate(self, kg: KnowledgeGraph) -> None:
+        from verifier.models import StructuralModel
+        from verifier.structure.fitting import calibrate_structural
+
+        row = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).order_by("-pk").first()
+        if row is None:
+            raise CommandError(f"{kg.name} has no ready structural model to recalibrate; train one: manage.py train_kge {kg.name}")
+        try:
+            metrics = calibrate_structural(row)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} recalibrated: {_calibration_line(metrics)}"))
 
     @staticmethod
     def _defaults(kg: KnowledgeGraph) -> dict:
