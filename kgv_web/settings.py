@@ -168,6 +168,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A verification never runs longer than KGV_RUN_TIME_LIMIT seconds (the worker then fails it with the reason).
+# With late acknowledgement Redis hands an unacknowledged message to another worker after the visibility
+# timeout, so that timeout must outlast the longest run, or a slow run would be started twice.
+KGV_RUN_TIME_LIMIT = env_int("KGV_RUN_TIME_LIMIT", 3600)
+CELERY_TASK_SOFT_TIME_LIMIT = KGV_RUN_TIME_LIMIT
+CELERY_TASK_TIME_LIMIT = KGV_RUN_TIME_LIMIT + 120
+KGV_TRAINING_TIME_LIMIT = env_int("KGV_TRAINING_TIME_LIMIT", 3 * 3600)  # a structural model's training task
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": max(KGV_RUN_TIME_LIMIT, KGV_TRAINING_TIME_LIMIT) + 600}
+# Celery beat (the demo's worker runs it with -B): runs whose worker stopped heartbeating are failed.
+CELERY_BEAT_SCHEDULE = {"sweep-stalled-runs": {"task": "verifier.sweep_stalled_runs", "schedule": 60.0}}
 
 # The REST API (verifier/api, docs/api.md). Token first: an anonymous request gets 401 with
 # ``WWW-Authenticate: Token``; browsers signed in to the workbench use their session (with CSRF).

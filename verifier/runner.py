@@ -8,11 +8,15 @@ is closed as failed with the reason, never resumed with duplicated or renumbered
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from datetime import timedelta
 from decimal import Decimal
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from verifier.agent.llm import LLM, LLMError
@@ -22,6 +26,7 @@ from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
 from verifier.models import Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.realtime.publish import publish_run_status, publish_step
+from verifier.services import release_task
 from verifier.tools.base import QueryTriple
 from verifier.wiring import backend_for, build_llm, build_toolbox, settled_config
 
@@ -43,13 +48,25 @@ def _schema(task: VerificationTask) -> str:
     return relation_text(profile) if profile else ""
 
 
-def _set_status(run: Run, status: str, **fields) -> None:
+def _finish(run: Run, status: str, **fields) -> bool:
+    """End a running run: one conditional UPDATE, so a run a curator cancelled (or a sweeper failed) meanwhile
+    keeps that state. False when the run was no longer running."""
     with transaction.atomic():
-        for name, value in fields.items():
-            setattr(run, name, value)
-        run.status = status
-        run.save()
-        publish_run_status(run)
+        ended = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=status, finished_at=timezone.now(), **fields)
+        run.refresh_from_db()
+        if ended:
+            publish_run_status(run)
+    return bool(ended)
+
+
+def _failure(error: Exception) -> str:
+    """What a failed run tells the curator: the error itself for the failures we expect (endpoint, bad
+    configuration or data), its type too for anything else (the worker log holds the traceback)."""
+    if isinstance(error, SoftTimeLimitExceeded):
+        return f"the run exceeded its time limit ({settings.KGV_RUN_TIME_LIMIT // 60} minutes, KGV_RUN_TIME_LIMIT); its steps are kept"
+    if isinstance(error, LLMError | ValueError | RuntimeError):
+        return str(error)
+    return f"internal error ({type(error).__name__}: {error}); the worker log has the details"
 
 
 def _persist(run: Run, seq: int, step: AgentStep, prices) -> Step | None:
@@ -99,19 +116,25 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
             publish_run_status(run)
             return run
         run.status, run.started_at = Run.Status.RUNNING, timezone.now()
+        run.heartbeat_at = run.started_at
         run.save()
         VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
+    with _Heartbeat(run.pk):
+        return _investigate(run, llm, on_step)
+
+
+def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     task = run.task
     try:
         if llm is None and run.config.get("mode") not in STRUCTURAL_MODES:  # structural baselines need no model
             llm = build_llm(use_grammar=run.config.get("use_grammar"))
         # The profile and its defaults follow the model that answers, unless the run's config chose them.
         run.config = settled_config(run.config, llm)
-        Run.objects.filter(pk=run.pk).update(config=run.config)
         # Small local models follow the step format only under a grammar; the endpoint says if it takes one.
         config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False),
                                          "tool_calling": settings.LLM_TOOL_CALLING, **run.config})
         run.model = getattr(llm, "model", "")
+        Run.objects.filter(pk=run.pk).update(config=run.config, model=run.model)
         claim = claim_of(task)
         query = QueryTriple(claim.head, claim.relation, claim.tail, claim.head_label, claim.relation_label, claim.tail_label)
         toolbox = build_toolbox(task.kg, query, kg_tools=config.kg_tools, external_tools=config.external_tools,
@@ -119,21 +142,76 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim, schema=_schema(task),
                                       weigher=weigher_for(task.kg_id))
         final = _drive(run, investigation, on_step)
-    except (LLMError, ValueError, RuntimeError) as error:
-        logger.warning("run %s failed: %s", run.pk, error)
-        _set_status(run, Run.Status.FAILED, error=str(error), finished_at=timezone.now())
-        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
+        if final is not None:
+            SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)
+            assessment = assess(run, verdict=final.verdict or "", stated=final.confidence, weighed=final.assessment)
+    except Exception as error:  # noqa: BLE001 — whatever went wrong, the run ends failed and its task is free again
+        expected = isinstance(error, LLMError | ValueError | RuntimeError)
+        (logger.warning if expected else logger.exception)("run %s failed: %s", run.pk, error)
+        _finish(run, Run.Status.FAILED, error=_failure(error)[:4000])
+        release_task(task.pk)
         return run
     if final is None:  # cancelled: the task goes back to the queue
-        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.PENDING)
+        release_task(task.pk)
         return run
-    SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)
-    assessment = assess(run, verdict=final.verdict or "", stated=final.confidence, weighed=final.assessment)
-    _set_status(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
-                finished_at=timezone.now(), confidence=assessment.confidence, disputed=assessment.disputed,
-                assessment=assessment.details, structural_model_id=assessment.structural_model)
-    VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
+    if _finish(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
+               confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
+               structural_model_id=assessment.structural_model):
+        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
+    else:
+        release_task(task.pk)
     return run
+
+
+# A running run stamps Run.heartbeat_at this often, from a thread beside the investigation (a model call may
+# take many minutes); the sweeper fails a running run silent for STALL_SECONDS: its worker is gone.
+HEARTBEAT_SECONDS = 30
+STALL_SECONDS = 300
+
+
+class _Heartbeat:
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"run-{run_id}-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(HEARTBEAT_SECONDS):
+                Run.objects.filter(pk=self.run_id, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+        except Exception:  # noqa: BLE001 — a missed beat must never disturb the run; the sweeper tolerates several
+            logger.warning("heartbeat of run %s stopped", self.run_id, exc_info=True)
+        finally:
+            connection.close()  # this thread's own connection
+
+
+def sweep_stalled_runs() -> list[int]:
+    """Fail every running run whose worker stopped heartbeating (killed, or lost with its machine), with the
+    reason, and free its task. Returns the ids failed. Celery beat calls it every minute (settings)."""
+    cutoff = timezone.now() - timedelta(seconds=STALL_SECONDS)
+    stalled = Q(status=Run.Status.RUNNING) & (Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+    failed = []
+    for run in Run.objects.filter(stalled):
+        reason = (f"the worker running this investigation stopped (no sign of life for {STALL_SECONDS // 60} minutes); "
+                  "its steps are kept; start a new run")
+        with transaction.atomic():
+            if not Run.objects.filter(stalled, pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(), error=reason):
+                continue  # it came back to life, or ended, in the meantime
+            run.refresh_from_db()
+            publish_run_status(run)
+        release_task(run.task_id)
+        failed.append(run.pk)
+    if failed:
+        logger.warning("failed %d stalled run(s): %s", len(failed), failed)
+    return failed
 
 
 def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:

@@ -101,7 +101,18 @@ def cancel_run(*, run, actor=None) -> bool:
             record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})
             run.refresh_from_db()
             publish_run_status(run)
+    if updated:
+        release_task(run.task_id)  # also when its worker is gone and will never do it
     return bool(updated)
+
+
+def release_task(task_id: int) -> None:
+    """A task whose run ended without a verdict is back in the queue, unless another run of it is in flight."""
+    from verifier.models import Run
+
+    busy = Run.objects.filter(task_id=task_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+    VerificationTask.objects.filter(pk=task_id, status=VerificationTask.Status.RUNNING).exclude(
+        pk__in=busy.values("task_id")).update(status=VerificationTask.Status.PENDING)
 
 
 def assign_tasks(*, tasks, assignee, actor=None) -> int:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
-from verifier.runner import execute_run
+from verifier.runner import execute_run, sweep_stalled_runs
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.run_verification")
@@ -13,7 +14,8 @@ def run_verification(run_id: int) -> str:
     return execute_run(run_id).status
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.train_structural_model")
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.train_structural_model",
+             soft_time_limit=settings.KGV_TRAINING_TIME_LIMIT, time_limit=settings.KGV_TRAINING_TIME_LIMIT + 120)
 def train_structural_model(model_id: int) -> str:
     """Train, validate and calibrate a queued structural model. Re-delivery after a lost worker starts it over."""
     from verifier.models import StructuralModel
@@ -23,3 +25,9 @@ def train_structural_model(model_id: int) -> str:
     if row is None or row.status in (StructuralModel.Status.READY, StructuralModel.Status.SUPERSEDED):
         return row.status if row else "missing"
     return train(row.kg, row=row).status
+
+
+@shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)
+def sweep_stalled() -> int:
+    """Fail runs whose worker stopped heartbeating (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
+    return len(sweep_stalled_runs())

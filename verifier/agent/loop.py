@@ -66,15 +66,43 @@ class AgentConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
-        if self.t_max < 1:
-            raise ValueError("t_max must be at least 1")
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile {self.profile!r}; one of {', '.join(PROFILES)}")
+        for name, spec in self.__dataclass_fields__.items():
+            _check_setting(name, getattr(self, name), spec.type)
 
     @classmethod
     def from_dict(cls, data: dict) -> AgentConfig:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        """The configuration a run's JSON asks for; unknown keys, wrong types and values outside BOUNDS are
+        refused with a ValueError that names them."""
+        if not isinstance(data, dict):
+            raise ValueError('a configuration is a JSON object, e.g. {"t_max": 8}')
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(map(str, unknown))}; known: {', '.join(cls.__dataclass_fields__)}")
+        return cls(**data)
+
+
+# What a run may ask for: every setting that spends model calls or tokens is bounded.
+BOUNDS = {"t_max": (1, 30), "memory_k": (0, 10), "max_step_tokens": (16, 4096), "samples": (1, 20),
+          "sample_temperature": (0.0, 2.0)}
+
+
+def _check_setting(name: str, value, kind: str) -> None:
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, not {value!r}")
+        return
+    if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    if kind == "float" and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
+        raise ValueError(f"{name} must be a number, not {value!r}")
+    if kind == "str" and not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, not {value!r}")
+    if name in BOUNDS:
+        low, high = BOUNDS[name]
+        if not low <= value <= high:
+            raise ValueError(f"{name} must be between {low} and {high}, not {value!r}")
 
 
 def _step_from(kind: str, completion: Completion, started: float, content: str) -> AgentStep:

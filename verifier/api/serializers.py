@@ -99,9 +99,13 @@ class ConfigField(serializers.JSONField):
     """An agent configuration: a JSON object (keys of verifier.agent.loop.AgentConfig)."""
 
     def to_internal_value(self, data):
+        from verifier.agent.loop import AgentConfig
+
         value = super().to_internal_value(data)
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("must be a JSON object, e.g. {\"t_max\": 8}")
+        try:
+            AgentConfig.from_dict(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
         return value
 
 

@@ -77,6 +77,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="last sign of life of the worker running it")
 
     class Meta:
         ordering = ["-created_at", "-id"]

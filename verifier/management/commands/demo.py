@@ -105,7 +105,9 @@ class Command(BaseCommand):
             ),
             subprocess.Popen(
                 [str(bin_dir / "celery"), "-A", "kgv_web", "worker", "--loglevel", "INFO",
-                 "--concurrency", str(concurrency), "--hostname", "kgv-demo@%h"],
+                 "--concurrency", str(concurrency), "--hostname", "kgv-demo@%h",
+                 # -B: the worker also runs Celery beat, which sweeps runs whose worker stopped (settings)
+                 "-B", "--schedule", str(embedded_dir() / "celerybeat-schedule")],
                 cwd=settings.BASE_DIR,
             ),
         ]
