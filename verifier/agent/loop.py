@@ -294,8 +294,8 @@ class Investigation:
     def verdict(self, final: FinalAnswer, *, forced: bool, note: str = "") -> AgentStep:
         valid, unknown = self.support.check(final.cited)
         verdict = final.verdict
-        if verdict == "not_enough_evidence" and not self.config.abstain:
-            verdict = self.impression or "correct"
+        if verdict == "not_enough_evidence" and not self.config.abstain and self.impression:
+            verdict = self.impression
             note = note or "Abstention is off; the initial impression stands."
         explanation, confidence, assessment = final.explanation, None, {}
         if self.config.mode == "agent" and verdict in ("correct", "incorrect"):
@@ -337,8 +337,10 @@ class Investigation:
                                {"role": "assistant", "content": completion.text.strip()}])
         final = parse_final(completion.text)
         if final is None:
-            fallback = self.impression or "correct"
-            final = FinalAnswer(fallback, "The judgment could not be read; the initial impression stands.")
+            if not self.impression:  # no answer anywhere: the run fails rather than invent one
+                raise RuntimeError(f"the model gave no readable answer, even when asked for its judgment "
+                                   f"(it wrote {completion.text.strip()[:200]!r})")
+            final = FinalAnswer(self.impression, "The judgment could not be read; the initial impression stands.")
         yield self.verdict(final, forced=True)
 
     # ------------------------------------------------------------------------------ baselines

@@ -7,8 +7,10 @@ import re
 from dataclasses import dataclass, field
 
 _VERDICT = re.compile(r"\[?\s*\**\s*\b(not\s+correct|incorrect|correct|not enough evidence)\b\s*\**\s*\]?", re.IGNORECASE)
-_FINAL = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
-_ACTION = re.compile(r"action\s*(?:\d+)?\s*[:：]\s*(.+)", re.IGNORECASE)
+# Markers count only at the start of a line (after optional bold): "Final Answer:" inside a quoted passage or
+# mid-sentence is text, not the model's answer. Where several appear, the model's own is the last one.
+_FINAL = re.compile(r"^[ \t>*_-]*final\s+answer\s*\**\s*[:：]\**", re.IGNORECASE | re.MULTILINE)
+_ACTION = re.compile(r"^[ \t>*_-]*action\s*(?:\d+)?\s*\**\s*[:：]\**", re.IGNORECASE | re.MULTILINE)
 _THOUGHT = re.compile(r"thought\s*(?:\d+)?\s*[:：]\s*", re.IGNORECASE)
 _CALL = re.compile(r"^\s*`*\s*([A-Za-z_][\w ]*?)\s*\((.*)\)\s*`*\s*\.?\s*$", re.DOTALL)
 _KEY = re.compile(r"\bE(\d+)\b")
@@ -78,11 +80,17 @@ def parse_plan(text: str) -> Plan:
     return Plan(impression=verdict, reason=reason, steps=(plan_part or impression_part).strip(), raw=text)
 
 
+def _last(pattern: re.Pattern, text: str) -> re.Match | None:
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
+
+
 def parse_final(text: str) -> FinalAnswer | None:
-    match = _FINAL.search(text)
+    """The last line-anchored ``Final Answer: [Verdict] Because …`` of ``text``, or None."""
+    match = _last(_FINAL, text)
     if match is None:
         return None
-    body = match.group(1).strip()
+    body = text[match.end():].strip()
     verdict = _verdict_word(body[:80])
     if not verdict:
         return None
@@ -127,16 +135,20 @@ def parse_step(text: str) -> ParsedStep:
     text = re.split(r"\n\s*\[?observation\]?\s*\d*\s*[:：]", "\n" + text, maxsplit=1, flags=re.IGNORECASE)[0].strip()
     thought_match = _THOUGHT.search(text)
     body = text[thought_match.end():] if thought_match else text
-    final = parse_final(body)
-    action_match = _ACTION.search(body)
-    cut = min(m.start() for m in (action_match, _FINAL.search(body)) if m) if (action_match or final) else len(body)
+    final_match, action_match = _last(_FINAL, body), _last(_ACTION, body)
+    markers = [m for m in (final_match, action_match) if m]
+    cut = min(m.start() for m in markers) if markers else len(body)
     thought = body[:cut].strip()
-    if final is not None and (action_match is None or _FINAL.search(body).start() < action_match.start()):
+    if final_match is not None and (action_match is None or final_match.start() > action_match.start()):
+        final = parse_final(body)
+        if final is None:
+            raise ParseError("Could not read the Final Answer. Write 'Final Answer: [Correct] or [Incorrect] Because …' "
+                             "citing evidence keys such as [E1].")
         return ParsedStep(thought=thought, final=final)
     if action_match is None:
         raise ParseError("No action found. Write one 'Action: ToolName(arguments)' line, or "
                          "'Final Answer: [Correct] or [Incorrect] Because …' citing evidence keys such as [E1].")
-    action_line = action_match.group(1).strip().splitlines()[0].strip()
+    action_line = (body[action_match.end():].strip().splitlines() or [""])[0].strip()
     call = _CALL.match(action_line)
     if call is None:
         raise ParseError(f"Could not read the action {action_line!r}. Write it as ToolName(argument, …), "

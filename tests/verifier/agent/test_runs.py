@@ -288,3 +288,10 @@ def test_a_repeated_action_is_answered_with_a_reminder_not_run_again(task):
     assert second.content.startswith("You already ran KG_Neighbor(douglas adams)") and "[E1]" not in second.content
     assert "E1, E2" in second.content and not second.support_items.exists()
     assert run.verdict == "correct"
+
+
+def test_no_readable_answer_anywhere_fails_the_run_instead_of_inventing_correct(task):
+    run, _ = run_with(task, ["", "Thought: hmm\nAction: KG_Neighbor(Q42)", ""], t_max=1, profile="paper")
+    assert run.status == Run.Status.FAILED and run.verdict == ""
+    assert "no readable answer" in run.error
+    assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING
