@@ -26,7 +26,8 @@ demo: $(INSTALLED)
 test: $(INSTALLED)
 	scripts/install_llm.sh test
 	scripts/install_browser.sh
-	DEBUG=1 SECRET_KEY=kgv-test KGV_EMBEDDED_DIR=$${KGV_EMBEDDED_DIR:-.embedded/test} $(PY) -m pytest $(PYTEST_ARGS)
+	DEBUG=1 SECRET_KEY=kgv-test KGV_EMBEDDED_DIR=$${KGV_EMBEDDED_DIR:-.embedded/test} KGV_ANON_RATE=100000/min KGV_USER_RATE=100000/min \
+	  $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check .

@@ -21,6 +21,21 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS in production (DEBUG off): secure cookies, a redirect to HTTPS and HSTS, each adjustable. Behind a
+# proxy that terminates TLS, KGV_PROXY_SSL_HEADER=1 trusts its X-Forwarded-Proto header.
+SESSION_COOKIE_SECURE = env_bool("KGV_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("KGV_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("KGV_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KGV_HSTS_INCLUDE_SUBDOMAINS", False)
+if env_bool("KGV_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_PRELOAD = env_bool("KGV_HSTS_PRELOAD", False)
+# Subdomains and the browsers' preload list are the operator's commitments to make, not defaults.
+SILENCED_SYSTEM_CHECKS = ([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]) + ([] if SECURE_HSTS_PRELOAD else ["security.W021"])
+# The debug page (DEBUG on) hides settings whose names hold credentials, URLs with passwords included.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "kgv_web.errors.CredentialFilter"
+
 # Services. Without URLs, embedded PostgreSQL + pgvector and Redis are started (kgv_web/embedded.py).
 if not (env_str("DATABASE_URL") and env_str("REDIS_URL")):
     embedded.provide_missing_services()
@@ -183,15 +198,19 @@ CELERY_BEAT_SCHEDULE = {"sweep-stalled-runs": {"task": "verifier.sweep_stalled_r
 # ``WWW-Authenticate: Token``; browsers signed in to the workbench use their session (with CSRF).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "verifier.api.throttling.CountedTokenAuthentication",  # TokenAuthentication, wrong tokens rate-limited
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["verifier.roles.HasRole"],
+    "DEFAULT_PERMISSION_CLASSES": ["verifier.api.throttling.AnonymousRate", "verifier.roles.HasRole"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],  # /api/docs/ is the browsable view
     "EXCEPTION_HANDLER": "verifier.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "verifier.api.pagination.PagePagination",
     "PAGE_SIZE": 50,
+    # Per-client request rates (env: KGV_ANON_RATE, KGV_USER_RATE, e.g. "60/min"), counted in the Redis cache;
+    # anonymous callers are counted before authentication answers them (verifier/api/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"anon": env_str("KGV_ANON_RATE", "60/min"), "user": env_str("KGV_USER_RATE", "1200/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "KGV API",
