@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "axes",
     "verifier",
 ]
 
@@ -110,7 +111,17 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into the lockout response
 ]
+
+# Sign-in throttling (django-axes): KGV_LOGIN_FAILURES wrong passwords for one username from one address
+# lock that pair out for KGV_LOGIN_COOLOFF_MINUTES; a successful sign-in resets the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("KGV_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("KGV_LOGIN_COOLOFF_MINUTES", 15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 ROOT_URLCONF = "kgv_web.urls"
 ASGI_APPLICATION = "kgv_web.asgi.application"

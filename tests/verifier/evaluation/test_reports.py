@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.users import PASSWORD
 from verifier.evaluation import metrics, reports
 from verifier.evaluation.metrics import Outcome
 from verifier.models import Evaluation, KnowledgeGraph
@@ -62,7 +61,7 @@ def test_the_comparison_has_an_ece_row():
 def test_the_evaluation_page_shows_the_calibration_and_its_diagram(make_user):
     evaluation, plain = _evaluation("calibrated"), _evaluation("no-confidence", with_confidence=False)
     client = Client()
-    client.login(username=make_user("viewer").username, password=PASSWORD)
+    client.force_login(make_user("viewer"))
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert f'<strong id="ece">{evaluation.metrics["calibration"]["ece"]:.3f}</strong> over 10 verdicts' in page
     assert f'src="/evaluations/{evaluation.pk}/charts/reliability.svg"' in page and 'id="reliability-bins"' in page

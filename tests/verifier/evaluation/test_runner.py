@@ -10,7 +10,6 @@ from collections import Counter
 import pytest
 
 from tests.openai_server import ErrorReply, ScriptedOpenAIServer
-from tests.users import PASSWORD
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.evaluation import reports
 from verifier.evaluation.runner import EvaluationError, EvaluationSpec, finish, prepare, refresh_metrics, step
@@ -113,7 +112,7 @@ def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg,
     assert (tmp_path / "out" / "charts" / f"{evaluation.name}-confusion.png").read_bytes()[:4] == b"\x89PNG"
 
     # Pages: viewers read; each verification links to its run.
-    client.login(username=make_user("viewer").username, password=PASSWORD)
+    client.force_login(make_user("viewer"))
     listing = client.get("/evaluations/")
     assert listing.status_code == 200 and evaluation.name.encode() in listing.content
     detail = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
@@ -136,7 +135,7 @@ def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg,
     assert [item["verdict"] for item in paris] == ["", "incorrect"] and not paris[0]["expected"]
     assert client.get("/api/evaluations/?status=done").status_code == 400
     client.logout()
-    client.login(username=make_user(None).username, password=PASSWORD)
+    client.force_login(make_user(None))
     assert client.get(f"/evaluations/{evaluation.pk}/").status_code == 403
 
 
