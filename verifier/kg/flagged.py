@@ -9,6 +9,7 @@ unknown or ambiguous term is a problem reported with its line number and the can
 from __future__ import annotations
 
 import csv
+import io
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,38 +47,67 @@ class ResolvedRow:
     label: bool | None
 
 
+MAX_TERM_CHARS = 1000  # no entity or relation name is longer; a longer cell is a broken file
+
+
+def read_text(path: Path) -> tuple[str | None, Problem | None]:
+    """The file as text: UTF-8, with or without the byte-order mark a spreadsheet writes; otherwise the
+    problem, naming the first line that is not UTF-8 or that holds a NUL byte (a binary file)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, Problem(path, 0, f"cannot read the file: {exc.strerror}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return None, Problem(path, line, f"line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        return None, Problem(path, line, f"line {line} holds a NUL byte: this is not a text file")
+    return text, None
+
+
 def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
     problems: list[Problem] = []
     rows: list[FlaggedRow] = []
     delimiter = "\t" if path.suffix.lower() in {".tsv", ".txt"} else ","
-    try:
-        handle = path.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        return [], [Problem(path, 0, f"cannot read the file: {exc.strerror}")]
-    with handle:
-        reader = csv.reader(handle, delimiter=delimiter)
-        order = list(range(4))
-        for record in reader:
-            line = reader.line_num
-            if not any(cell.strip() for cell in record):
-                continue
-            cells = [cell.strip() for cell in record]
-            if line == 1 and {c.lower() for c in cells} >= {"head", "relation", "tail"}:
-                lowered = [c.lower() for c in cells]
-                order = [lowered.index(name) if name in lowered else -1 for name in COLUMNS]
-                continue
-            if len(cells) not in (3, 4) and order == list(range(4)):
-                problems.append(Problem(path, line, f"expected 3 or 4 columns (head, relation, tail[, label]), got {len(cells)}"))
-                continue
-            values = [cells[i] if 0 <= i < len(cells) else "" for i in order]
-            head, relation, tail, label = values
-            if not (head and relation and tail):
-                problems.append(Problem(path, line, "head, relation and tail must all be given"))
-                continue
-            if label.lower() not in _LABELS:
-                problems.append(Problem(path, line, f"label {label!r} is not one of true/false, 1/0, correct/incorrect"))
-                continue
-            rows.append(FlaggedRow(line, head, relation, tail, _LABELS[label.lower()]))
+    text, problem = read_text(path)
+    if problem is not None:
+        return [], [problem]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    order = list(range(4))
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # e.g. a field over the csv module's size limit
+            problems.append(Problem(path, reader.line_num, f"cannot read this line: {exc}"))
+            break
+        line = reader.line_num
+        if not any(cell.strip() for cell in record):
+            continue
+        cells = [cell.strip() for cell in record]
+        if line == 1 and {c.lower() for c in cells} >= {"head", "relation", "tail"}:
+            lowered = [c.lower() for c in cells]
+            order = [lowered.index(name) if name in lowered else -1 for name in COLUMNS]
+            continue
+        if len(cells) not in (3, 4) and order == list(range(4)):
+            problems.append(Problem(path, line, f"expected 3 or 4 columns (head, relation, tail[, label]), got {len(cells)}"))
+            continue
+        if any(len(cell) > MAX_TERM_CHARS for cell in cells):
+            problems.append(Problem(path, line, f"a cell is longer than {MAX_TERM_CHARS} characters; no name in a KG is"))
+            continue
+        values = [cells[i] if 0 <= i < len(cells) else "" for i in order]
+        head, relation, tail, label = values
+        if not (head and relation and tail):
+            problems.append(Problem(path, line, "head, relation and tail must all be given"))
+            continue
+        if label.lower() not in _LABELS:
+            problems.append(Problem(path, line, f"label {label!r} is not one of true/false, 1/0, correct/incorrect"))
+            continue
+        rows.append(FlaggedRow(line, head, relation, tail, _LABELS[label.lower()]))
     return rows, problems
 
 

@@ -1,0 +1,37 @@
+"""Requests refused before any view reads them."""
+
+from __future__ import annotations
+
+import re
+
+from django.http import HttpResponseBadRequest, JsonResponse
+
+_JSON_NUL = re.compile(rb"\\u0000", re.IGNORECASE)
+MESSAGE = "The request contains a NUL character (\\u0000), which no text field accepts."
+
+
+class RejectNulMiddleware:
+    """A NUL character in a query parameter, a form field or a JSON body is refused with a 400: PostgreSQL
+    cannot store or compare text holding one, so letting it through would end in a server error. Uploaded
+    files are not read here; the import readers report their NUL bytes by line."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if self._carries_nul(request):
+            if request.path.startswith("/api/"):
+                return JsonResponse({"error": {"code": "invalid", "message": MESSAGE, "details": None}}, status=400)
+            return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+    @staticmethod
+    def _carries_nul(request) -> bool:
+        if "\x00" in request.META.get("QUERY_STRING", "") or "%00" in request.META.get("QUERY_STRING", ""):
+            return True
+        content_type = request.META.get("CONTENT_TYPE", "")
+        if content_type.startswith("application/json"):
+            return b"\x00" in request.body or bool(_JSON_NUL.search(request.body))
+        if content_type.startswith("application/x-www-form-urlencoded") and request.method == "POST":
+            return any("\x00" in value for values in request.POST.lists() for value in values[1])
+        return False
