@@ -24,7 +24,7 @@ from verifier.agent.loop import STRUCTURAL_MODES, AgentConfig, Investigation
 from verifier.agent.steps import AgentStep, Claim
 from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
-from verifier.models import Run, RunMemory, Step, SupportItem, VerificationTask
+from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.services import release_task
 from verifier.tools.base import QueryTriple
@@ -157,7 +157,10 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     if _finish(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
                confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
                structural_model_id=assessment.structural_model):
-        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
+        # A reviewer's decision on an earlier run stays the task's verdict: a new run does not unsettle it.
+        reviewed = Review.objects.filter(run__task_id=task.pk).exclude(verdict="").exists()
+        VerificationTask.objects.filter(pk=task.pk).update(
+            status=VerificationTask.Status.REVIEWED if reviewed else VerificationTask.Status.VERIFIED)
     else:
         release_task(task.pk)
     return run

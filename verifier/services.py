@@ -81,11 +81,19 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
     requested = dict(config or {})
     AgentConfig.from_dict(requested)  # validates; raises ValueError with a clear message
     with transaction.atomic():
+        VerificationTask.objects.select_for_update().filter(pk=task.pk).first()  # one start at a time per task
+        in_flight = Run.objects.filter(task=task, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).first()
+        if in_flight is not None:
+            raise TaskBusy(f"task {task.pk} already has run {in_flight.pk} {in_flight.status}; wait for it or cancel it")
         run = Run.objects.create(task=task, config=requested, created_by=actor if getattr(actor, "is_authenticated", False) else None)
         record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": requested})
         if queue:
             transaction.on_commit(lambda: run_verification.delay(run.pk))
     return run
+
+
+class TaskBusy(ValueError):
+    """A run was asked for a task that already has one queued or running."""
 
 
 def cancel_run(*, run, actor=None) -> bool:
@@ -177,7 +185,7 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     """Copy a finished run into the memory bank (optionally with an edited trajectory); the next run can
     retrieve it at once. The entry's verdict is the latest reviewed verdict, else the run's."""
     from verifier.memory.bank import add_entry, trajectory_of
-    from verifier.models import Run
+    from verifier.models import MemoryEntry, Run
 
     if run.status != Run.Status.SUCCEEDED or not run.verdict:
         raise ReviewRejected(f"only a finished run with a verdict can be promoted (run {run.pk} is {run.status})")
@@ -191,6 +199,10 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     if not body:
         raise ReviewRejected("the trajectory is empty")
     with transaction.atomic():
+        type(run).objects.select_for_update().filter(pk=run.pk).first()  # two clicks promote once
+        same = MemoryEntry.objects.filter(source_run=run, triple_text=text, trajectory=body, verdict=verdict).first()
+        if same is not None:
+            return same
         entry = add_entry(triple_text=text, trajectory=body, verdict=verdict, relation_label=task.relation.label,
                           kg=task.kg, source_run=run, promoted_by=actor, provenance=f"promoted from run {run.pk}")
         record_audit(actor=actor, action="memory.promote", obj=entry,

@@ -19,7 +19,7 @@ from rest_framework.views import exception_handler
 
 from verifier.kg.loader import ImportRejected
 from verifier.queue_filters import QueueFilterError
-from verifier.services import ReviewRejected
+from verifier.services import ReviewRejected, TaskBusy
 
 
 class Conflict(exceptions.APIException):
@@ -41,6 +41,8 @@ def _application_error(exc: ValueError) -> Response:
         return Response(error_body("import_rejected", message, {"rows": rows}), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, QueueFilterError):
         return Response(error_body("invalid", str(exc), {exc.param: [str(exc)]}), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, TaskBusy):
+        return Response(error_body("conflict", str(exc)), status=status.HTTP_409_CONFLICT)
     code = "rejected" if isinstance(exc, ReviewRejected) else "invalid"
     return Response(error_body(code, str(exc)), status=status.HTTP_400_BAD_REQUEST)
 

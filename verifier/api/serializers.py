@@ -133,6 +133,8 @@ class TaskBulkResultSerializer(serializers.Serializer):
     action = serializers.CharField()
     changed = serializers.IntegerField(help_text="tasks assigned (assign)", required=False)
     runs = serializers.ListField(child=serializers.IntegerField(), help_text="runs queued (run)", required=False)
+    busy = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                 help_text="tasks left alone because a run of theirs is already queued or running (run)")
 
 
 # -------------------------------------------------------------------------------------------------- runs

@@ -99,9 +99,11 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             changed = services.assign_tasks(tasks=tasks, assignee=data["assignee"], actor=request.user)
             return Response({"action": "assign", "changed": changed})
         by_id = {task.pk: task for task in tasks}
+        busy = set(Run.objects.filter(task__in=tasks, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).values_list("task_id", flat=True))
         with transaction.atomic():
-            runs = [services.start_run(task=by_id[pk], config=data["config"], actor=request.user) for pk in data["ids"]]
-        return Response({"action": "run", "runs": [run.pk for run in runs]})
+            runs = [services.start_run(task=by_id[pk], config=data["config"], actor=request.user)
+                    for pk in data["ids"] if pk not in busy]
+        return Response({"action": "run", "runs": [run.pk for run in runs], "busy": sorted(busy)})
 
 
 # -------------------------------------------------------------------------------------------------- runs

@@ -1,7 +1,8 @@
 """What an export says about a run, gathered once: every format (JSON, CSV, HTML/PDF, PROV-O) renders these.
 
-A selection is given as task ids and/or run ids. A task stands for its latest finished run (status
-succeeded, newest first); tasks with no finished run are reported as skipped, never silently dropped.
+A selection is given as task ids and/or run ids. A task stands for its latest reviewed run, else its latest
+finished run (status succeeded, newest first); tasks with no finished run are reported as skipped, never
+silently dropped.
 """
 
 from __future__ import annotations
@@ -181,10 +182,15 @@ def _record(run: Run) -> RunRecord:
 
 
 def _latest_finished_runs(task_ids: list[int]) -> dict[int, int]:
-    """task id → id of its latest succeeded run."""
+    """task id → the run that stands for it: its latest reviewed run (a reviewer's decision stays the task's
+    verdict until a reviewer decides again, whatever runs came after), else its latest succeeded run."""
     latest: dict[int, int] = {}
+    reviewed = (Review.objects.filter(run__task_id__in=task_ids, run__status=Run.Status.SUCCEEDED).exclude(verdict="")
+                .order_by("-created_at", "-id").values_list("run__task_id", "run_id"))
+    for task_id, run_id in reviewed:
+        latest.setdefault(task_id, run_id)
     finished = Run.objects.filter(task_id__in=task_ids, status=Run.Status.SUCCEEDED).order_by("-created_at", "-id")
-    for run_id, task_id in finished.values_list("id", "task_id"):
+    for task_id, run_id in finished.values_list("task_id", "id"):
         latest.setdefault(task_id, run_id)
     return latest
 

@@ -137,7 +137,12 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     if request.method == "POST":
         if not has_role(request.user, CURATOR):
             raise PermissionDenied("starting a run needs the curator role")
-        run = services.start_run(task=task, actor=request.user)
+        try:
+            run = services.start_run(task=task, actor=request.user)
+        except services.TaskBusy as exc:
+            messages.warning(request, f"No new run: {exc}.")
+            latest = task.runs.order_by("-created_at", "-id").first()
+            return redirect(_with_queue(reverse("run-detail", args=[latest.pk]), queue))
         messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.")
         return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
     latest = task.runs.order_by("-created_at", "-id").first()

@@ -67,7 +67,8 @@ def test_the_sweeper_fails_runs_whose_worker_stopped_heartbeating_and_only_those
     other = VerificationTask.objects.create(kg=world_kg, head=task.tail, relation=task.relation, tail=task.head)
     alive = start_run(task=other, queue=False)
     Run.objects.filter(pk=alive.pk).update(status=Run.Status.RUNNING, started_at=long_ago, heartbeat_at=timezone.now())
-    queued = start_run(task=other, queue=False)
+    third = VerificationTask.objects.create(kg=world_kg, head=task.head, relation=task.relation, tail=task.head)
+    queued = start_run(task=third, queue=False)
 
     assert sweep_stalled_runs() == [stalled.pk]
     stalled.refresh_from_db()

@@ -68,9 +68,11 @@ ENDPOINTS = [
 
 @pytest.fixture
 def objects(verified):
+    from tests.verifier.exports.verified_runs import make_task
     from verifier.models import AuditEvent, Evaluation
 
-    queued = Run.objects.create(task=verified["task"], status=Run.Status.QUEUED)
+    other = make_task(verified["kg"], tail="Q90")  # its run in flight leaves verified["task"] free to start
+    queued = Run.objects.create(task=other, status=Run.Status.QUEUED)
     audit = AuditEvent.objects.create(action="test.event", object_type="verifier.run", object_id=str(queued.pk))
     evaluation = Evaluation.objects.create(name="permissions", kg=verified["kg"], benchmark="codex-s", sample_size=2)
     return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation}

@@ -56,6 +56,7 @@ def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted(verified):
 
 def test_a_task_exports_its_latest_finished_run_and_tasks_without_one_are_reported(verified):
     task = verified["task"]
+    verified["run"].reviews.all().delete()  # a reviewed run would stand for the task (next test)
     later = make_finished_run(task, verdict="incorrect")
     Run.objects.create(task=task, status=Run.Status.RUNNING)  # newer, but not finished
     pending = make_task(verified["kg"], "Q90", "P17", "Q142")
@@ -216,3 +217,10 @@ def test_the_report_names_plausibility_and_rule_evidence_readably(verified):
     verified["run"].support_items.filter(key="E3").update(kind="plausibility")
     html = exports.render(select(run_ids=[verified["run"].pk]), "html").content.decode()
     assert "<td>Structural plausibility</td>" in html and "<td>plausibility</td>" not in html
+
+
+def test_a_reviewed_run_stands_for_its_task_over_later_runs(verified):
+    later = make_finished_run(verified["task"], verdict="incorrect")
+    assert [r.run_id for r in select(task_ids=[verified["task"].pk]).records] == [verified["run"].pk]
+    add_review(later, verified["reviewer"], decision="accept", reason="Checked again.")
+    assert [r.run_id for r in select(task_ids=[verified["task"].pk]).records] == [later.pk]
