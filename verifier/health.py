@@ -77,3 +77,13 @@ def check_all() -> dict:
         _timed("structural models", _structural_models),
     ]
     return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
+
+
+def liveness() -> dict:
+    """What anyone may ask (load balancers): is the web process up and its database reachable. Cheap, and
+    it names no version, host or error."""
+    try:
+        ok, _ = _database()
+    except Exception:  # noqa: BLE001 — down is the answer, the reason is for administrators
+        ok = False
+    return {"ok": ok, "checks": [], "detail": "sign in as an administrator for the full report"}

@@ -4,11 +4,15 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from verifier import health as health_checks
+from verifier.roles import ADMIN, has_role
 
 
 def health(request: HttpRequest) -> HttpResponse:
-    """Service status for operators and load balancers: JSON by default, a page for browsers."""
-    report = health_checks.check_all()
+    """Service status: the full report (services, worker, structural models) for administrators, a cheap
+    liveness answer for everyone else (load balancers); JSON by default, a page for browsers."""
+    user = request.user
+    full = user.is_authenticated and (user.is_staff or has_role(user, ADMIN))
+    report = health_checks.check_all() if full else health_checks.liveness()
     status = 200 if report["ok"] else 503
     if "text/html" in request.headers.get("Accept", "") and request.GET.get("format") != "json":
         return render(request, "verifier/health.html", report, status=status)

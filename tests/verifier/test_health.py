@@ -10,12 +10,28 @@ from verifier.selectors import structural_statuses
 pytestmark = pytest.mark.django_db
 
 
+def _staff() -> Client:
+    from django.contrib.auth import get_user_model
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_user(f"operator-{get_user_model().objects.count()}", is_staff=True))
+    return client
+
+
+def test_anyone_gets_a_cheap_liveness_answer_that_discloses_nothing():
+    response = Client().get("/health/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["ok"] is True and body["checks"] == [] and "administrator" in body["detail"]
+    assert "PostgreSQL" not in response.content.decode()
+
+
 def _checks(response):
     return {c["name"]: c for c in response.json()["checks"]}
 
 
 def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_process):
-    response = Client().get("/health/")
+    response = _staff().get("/health/")
     checks = _checks(response)
     assert response.status_code == 200, checks
     assert checks["database"]["ok"] and checks["database"]["detail"].startswith("PostgreSQL 18")
@@ -25,7 +41,7 @@ def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_
 
 
 def test_health_page_renders_for_browsers(celery_worker_process):
-    response = Client().get("/health/", HTTP_ACCEPT="text/html")
+    response = _staff().get("/health/", HTTP_ACCEPT="text/html")
     assert response.status_code == 200
     assert b"all services up" in response.content
 
@@ -45,7 +61,7 @@ def test_a_kg_without_a_structural_model_is_healthy_and_says_how_to_train_one(ce
     local_kg("codex-s")
     KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL, version=3)  # remote: no model to have
     KnowledgeGraph.objects.create(name="empty")  # nothing loaded yet (version 0)
-    response = Client().get("/health/")
+    response = _staff().get("/health/")
     check = _structural(response)
     assert response.status_code == 200, _checks(response)
     assert check["ok"] and check["detail"] == "codex-s: none trained (manage.py train_kge codex-s)"
@@ -53,7 +69,7 @@ def test_a_kg_without_a_structural_model_is_healthy_and_says_how_to_train_one(ce
 
 def test_a_model_in_training_shows_its_progress_and_stays_healthy(celery_worker_process):
     training(local_kg("codex-s"))
-    response = Client().get("/health/")
+    response = _staff().get("/health/")
     check = _structural(response)
     assert response.status_code == 200
     assert check["ok"] and check["detail"] == "codex-s: training 45% (epoch 40/300, validation MRR 0.351)"
@@ -63,13 +79,13 @@ def test_a_ready_model_names_its_kind_and_validation_mrr(celery_worker_process):
     kg = local_kg("codex-s", version=2)
     ready(kg, mrr=0.2, version=1)  # of the previous version: no longer counts
     ready(kg)
-    check = _structural(Client().get("/health/"))
+    check = _structural(_staff().get("/health/"))
     assert check["ok"] and check["detail"] == "codex-s: ready: ComplEx, MRR 0.430"
 
 
 def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery_worker_process):
     failed(local_kg("codex-s"))
-    response = Client().get("/health/")
+    response = _staff().get("/health/")
     check = _structural(response)
     assert response.status_code == 503 and not check["ok"]
     assert check["detail"] == "codex-s: failed: RuntimeError: CUDA out of memory (manage.py train_kge codex-s)"
@@ -78,13 +94,13 @@ def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery
 def test_a_stalled_job_degrades_health_unless_a_ready_model_still_serves(celery_worker_process):
     kg = local_kg("codex-s")
     training(kg, beat_ago=timedelta(minutes=12))
-    check = _structural(Client().get("/health/"))
+    check = _structural(_staff().get("/health/"))
     assert not check["ok"] and check["detail"].startswith("codex-s: stalled (no progress since ")
     assert "manage.py train_kge codex-s" in check["detail"]
 
     serving = ready(kg)
     training(kg, beat_ago=timedelta(minutes=12))  # the retraining job after it died too
-    check = _structural(Client().get("/health/"))
+    check = _structural(_staff().get("/health/"))
     assert check["ok"] and check["detail"].endswith(f"; serving the ready model #{serving.pk} (ComplEx, MRR 0.430)")
 
 
@@ -109,5 +125,5 @@ def test_the_structural_check_reads_every_kg_in_two_queries(django_assert_max_nu
 
 def test_health_page_lists_the_structural_models(celery_worker_process):
     training(local_kg("codex-s"))
-    page = Client().get("/health/", HTTP_ACCEPT="text/html").content.decode()
+    page = _staff().get("/health/", HTTP_ACCEPT="text/html").content.decode()
     assert "structural models" in page and "codex-s: training 45% (epoch 40/300, validation MRR 0.351)" in page
