@@ -21,6 +21,9 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Largest upload (flagged-triple files); bigger bodies are refused from their headers (kgv_web/middleware.py).
+KGV_MAX_UPLOAD_BYTES = env_int("KGV_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, minimum=1024)
+
 # HTTPS in production (DEBUG off): secure cookies, a redirect to HTTPS and HSTS, each adjustable. Behind a
 # proxy that terminates TLS, KGV_PROXY_SSL_HEADER=1 trusts its X-Forwarded-Proto header.
 SESSION_COOKIE_SECURE = env_bool("KGV_SECURE_COOKIES", not DEBUG)
@@ -110,6 +113,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "kgv_web.middleware.RequestSizeGate",  # needs the user; before anything reads the body
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into the lockout response

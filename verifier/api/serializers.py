@@ -3,6 +3,7 @@ and the validated inputs of the write endpoints (which then call verifier.servic
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -24,7 +25,6 @@ from verifier.models import (
 )
 from verifier.roles import CURATOR, has_role
 
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 MAX_BULK_IDS = 1000
 
 
@@ -78,8 +78,8 @@ class TaskImportSerializer(serializers.Serializer):
     skip_invalid = serializers.BooleanField(default=False, help_text="queue the good rows and report the bad ones")
 
     def validate_file(self, upload):
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise serializers.ValidationError(f"the file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        if upload.size > settings.KGV_MAX_UPLOAD_BYTES:
+            raise serializers.ValidationError(f"the file is larger than {settings.KGV_MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
         return upload
 
 

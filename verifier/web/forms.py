@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
@@ -14,7 +15,6 @@ from verifier.roles import ADMIN, CURATOR, REVIEWER
 from verifier.web.links import EXPORT_FORMATS
 
 FLAGGED_SUFFIXES = (".csv", ".tsv", ".txt")
-MAX_IMPORT_BYTES = 20 * 1024 * 1024
 
 
 def assignable_users():
@@ -34,8 +34,9 @@ class TaskImportForm(forms.Form):
         suffix = Path(upload.name).suffix.lower()
         if suffix not in FLAGGED_SUFFIXES:
             raise forms.ValidationError(f"Upload a .csv or .tsv file (got {suffix or 'no extension'}).")
-        if upload.size > MAX_IMPORT_BYTES:
-            raise forms.ValidationError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB; use manage.py import_tasks.")
+        if upload.size > settings.KGV_MAX_UPLOAD_BYTES:
+            megabytes = settings.KGV_MAX_UPLOAD_BYTES // (1024 * 1024)
+            raise forms.ValidationError(f"The file is larger than {megabytes} MB; use manage.py import_tasks.")
         return upload
 
 
