@@ -54,7 +54,7 @@ def token(request, make_user, verified):  # noqa: F811
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True,
+@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 def test_no_generated_request_gets_a_server_error(case, token, verified):  # noqa: F811
     runs_before = Run.objects.count()
