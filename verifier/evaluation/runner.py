@@ -213,7 +213,15 @@ def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retr
             needs_run.append(item)
         else:
             finished.append(item)
-    starting = needs_run[:max(0, concurrency - len(in_flight))]
+    # One run in flight per task (start_run's rule): the repeats of a triple run one after another.
+    busy = {item.task_id for item in in_flight}
+    starting = []
+    for item in needs_run:
+        if len(starting) >= max(0, concurrency - len(in_flight)):
+            break
+        if item.task_id not in busy:
+            starting.append(item)
+            busy.add(item.task_id)
     for item in starting:
         if item.run is not None:
             retries[item.pk] += 1
