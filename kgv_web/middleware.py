@@ -5,10 +5,19 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpResponse, JsonResponse
 
 _JSON_NUL = re.compile(rb"\\u0000", re.IGNORECASE)
 MESSAGE = "The request contains a NUL character (\\u0000), which no text field accepts."
+
+
+def _refusal(request, status: int, code: str, message: str) -> HttpResponse:
+    """The API's one error shape under /api/, plain text elsewhere."""
+    if request.path.startswith("/api/"):
+        from verifier.api.errors import error_body
+
+        return JsonResponse(error_body(code, message), status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 class RejectNulMiddleware:
@@ -21,9 +30,7 @@ class RejectNulMiddleware:
 
     def __call__(self, request):
         if self._carries_nul(request):
-            if request.path.startswith("/api/"):
-                return JsonResponse({"error": {"code": "invalid", "message": MESSAGE, "details": None}}, status=400)
-            return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")
+            return _refusal(request, 400, "invalid", MESSAGE)
         return self.get_response(request)
 
     @staticmethod
@@ -38,10 +45,6 @@ class RejectNulMiddleware:
         return False
 
 
-def _refusal(request, status: int, code: str, message: str) -> HttpResponse:
-    if request.path.startswith("/api/"):
-        return JsonResponse({"error": {"code": code, "message": message, "details": None}}, status=status)
-    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 class RequestSizeGate:

@@ -8,7 +8,13 @@ from dataclasses import asdict, dataclass
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from verifier.models import KnowledgeGraph, StructuralModel
+from verifier.models import KnowledgeGraph, Run, StructuralModel
+
+
+def tasks_in_flight(tasks) -> set[int]:
+    """Ids of the ``tasks`` (a queryset or ids) that have a run queued or running: a new run must wait."""
+    return set(Run.objects.filter(task__in=tasks).in_flight().values_list("task_id", flat=True))
+
 
 # Everything but the weights and the calibration maps, which can be megabytes a row and nobody here reads.
 HEAVY_FIELDS = ("weights", "calibration")

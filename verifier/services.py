@@ -82,7 +82,7 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
     AgentConfig.from_dict(requested)  # validates; raises ValueError with a clear message
     with transaction.atomic():
         VerificationTask.objects.select_for_update().filter(pk=task.pk).first()  # one start at a time per task
-        in_flight = Run.objects.filter(task=task, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).first()
+        in_flight = Run.objects.filter(task=task).in_flight().first()
         if in_flight is not None:
             raise TaskBusy(f"task {task.pk} already has run {in_flight.pk} {in_flight.status}; wait for it or cancel it")
         run = Run.objects.create(task=task, config=requested, created_by=actor if getattr(actor, "is_authenticated", False) else None)
@@ -103,7 +103,7 @@ def cancel_run(*, run, actor=None) -> bool:
     from verifier.models import Run
 
     with transaction.atomic():
-        updated = Run.objects.filter(pk=run.pk, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
+        updated = Run.objects.filter(pk=run.pk).in_flight().update(
             status=Run.Status.CANCELLED, finished_at=timezone.now())
         if updated:
             record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})
@@ -118,9 +118,8 @@ def release_task(task_id: int) -> None:
     """A task whose run ended without a verdict is back in the queue, unless another run of it is in flight."""
     from verifier.models import Run
 
-    busy = Run.objects.filter(task_id=task_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
-    VerificationTask.objects.filter(pk=task_id, status=VerificationTask.Status.RUNNING).exclude(
-        pk__in=busy.values("task_id")).update(status=VerificationTask.Status.PENDING)
+    if not Run.objects.filter(task_id=task_id).in_flight().exists():
+        VerificationTask.objects.filter(pk=task_id, status=VerificationTask.Status.RUNNING).update(status=VerificationTask.Status.PENDING)
 
 
 def assign_tasks(*, tasks, assignee, actor=None) -> int:
@@ -199,7 +198,7 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     if not body:
         raise ReviewRejected("the trajectory is empty")
     with transaction.atomic():
-        type(run).objects.select_for_update().filter(pk=run.pk).first()  # two clicks promote once
+        Run.objects.select_for_update().filter(pk=run.pk).first()  # two clicks promote once
         same = MemoryEntry.objects.filter(source_run=run, triple_text=text, trajectory=body, verdict=verdict).first()
         if same is not None:
             return same

@@ -29,7 +29,7 @@ from verifier.memory import encoder
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
 from verifier.queue_filters import annotate_latest, filter_tasks
 from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
-from verifier.selectors import HEAVY_FIELDS
+from verifier.selectors import HEAVY_FIELDS, tasks_in_flight
 
 QUEUE_PARAMETERS = [
     OpenApiParameter("status", str, description="pending, running, verified, reviewed (repeat or comma-separate)"),
@@ -99,7 +99,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             changed = services.assign_tasks(tasks=tasks, assignee=data["assignee"], actor=request.user)
             return Response({"action": "assign", "changed": changed})
         by_id = {task.pk: task for task in tasks}
-        busy = set(Run.objects.filter(task__in=tasks, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).values_list("task_id", flat=True))
+        busy = tasks_in_flight(tasks)
         with transaction.atomic():
             runs = [services.start_run(task=by_id[pk], config=data["config"], actor=request.user)
                     for pk in data["ids"] if pk not in busy]

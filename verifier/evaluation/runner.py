@@ -40,7 +40,6 @@ from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
 from verifier.services import cancel_run, record_audit, start_run
 
 HEARTBEAT_STALE = timedelta(seconds=10)
-IN_FLIGHT = (Run.Status.QUEUED, Run.Status.RUNNING)
 RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
 SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
 
@@ -169,7 +168,7 @@ def _claim(evaluation: Evaluation, force: bool) -> None:
 def supersede_orphans(evaluation: Evaluation, held: set[int] | None = None) -> int:
     """Cancel the evaluation's queued/running runs that no live worker holds (left by a dead driver or
     worker); their items get fresh runs. Returns how many were superseded."""
-    orphans = [item.run for item in EvaluationItem.objects.filter(evaluation=evaluation, run__status__in=IN_FLIGHT).select_related("run")]
+    orphans = list(Run.objects.filter(evaluation_items__evaluation=evaluation).in_flight())
     if not orphans:
         return 0
     held = runs_held_by_workers() if held is None else held
@@ -207,7 +206,7 @@ def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retr
     items = list(EvaluationItem.objects.filter(evaluation=evaluation).select_related("run", "task").order_by("position", "repeat"))
     in_flight, needs_run, finished = [], [], []
     for item in items:
-        if item.run is not None and item.run.status in IN_FLIGHT:
+        if item.run is not None and item.run.status in Run.IN_FLIGHT:
             in_flight.append(item)
         elif item.run is None or (item.run.status in RETRIED and retries[item.pk] < max_retries):
             needs_run.append(item)

@@ -47,6 +47,12 @@ class VerificationTask(models.Model):
         return f"task {self.pk}: ({self.head_id}, {self.relation_id}, {self.tail_id})"
 
 
+class RunQuerySet(models.QuerySet):
+    def in_flight(self) -> models.QuerySet:
+        """Runs a worker has, or will take: queued or running."""
+        return self.filter(status__in=Run.IN_FLIGHT)
+
+
 class Run(models.Model):
     """One investigation of a task by the agent (or a baseline) with a given configuration."""
 
@@ -56,6 +62,9 @@ class Run(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+
+    IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
+    objects = RunQuerySet.as_manager()
 
     task = models.ForeignKey(VerificationTask, on_delete=models.CASCADE, related_name="runs")
     config = models.JSONField(default=dict, blank=True)

@@ -66,10 +66,11 @@ class TrainingData:
         return hashlib.sha256(np.ascontiguousarray(rows[order]).tobytes()).hexdigest()
 
 
-def kg_triples(kg: KnowledgeGraph) -> np.ndarray:
-    """All triples of the KG as (n, 3) row ids."""
+def kg_triples(kg: KnowledgeGraph | int) -> np.ndarray:
+    """All triples of the KG (or the KG of this row id) as (n, 3) row ids."""
+    kg_id = kg if isinstance(kg, int) else kg.pk
     with connection.cursor() as cursor:
-        cursor.execute("SELECT head_id, relation_id, tail_id FROM verifier_triple WHERE kg_id = %s", [kg.pk])
+        cursor.execute("SELECT head_id, relation_id, tail_id FROM verifier_triple WHERE kg_id = %s", [kg_id])
         rows = cursor.fetchall()
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
 

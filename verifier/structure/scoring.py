@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from verifier.models import Entity, HeldOutTriple, KnowledgeGraph, Relation, StructuralModel, Triple
+from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
 from verifier.structure import kge
 from verifier.structure.calibration import RelationCalibrator
 from verifier.structure.dataset import kg_triples
@@ -125,7 +125,7 @@ class LoadedModel:
         (relation, tail) → its heads. Read once per process."""
         with self._lock:
             if self._known is None:
-                triples = kg_triples(KnowledgeGraph(pk=self._kg_id))
+                triples = kg_triples(self._kg_id)
                 idx = np.stack([np.searchsorted(self.entity_rows, triples[:, 0]), np.searchsorted(self.relation_rows, triples[:, 1]),
                                 np.searchsorted(self.entity_rows, triples[:, 2])], axis=1) if len(triples) else np.empty((0, 3), int)
                 self._known = {"tail": _grouped(idx[:, :2], idx[:, 2]), "head": _grouped(idx[:, 1:], idx[:, 0])}

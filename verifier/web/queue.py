@@ -28,13 +28,13 @@ from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
 from verifier.queue_filters import AGREEMENT_VALUES, FILTER_PARAMS, QueueFilterError, annotate_latest, filter_tasks
 from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
+from verifier.selectors import tasks_in_flight
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
 from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
 from verifier.web.structure import status_context
 
 PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 50
-UNFINISHED_RUNS = (Run.Status.QUEUED, Run.Status.RUNNING)
 SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-confidence", "Most confident"),
                 ("confidence", "Least confident"), ("status", "Status"), ("relation", "Relation A→Z"),
                 ("-relation", "Relation Z→A"), ("-updated", "Recently changed"))
@@ -84,7 +84,7 @@ def _rows(tasks, queue_param: str) -> list[VerificationTask]:
         task.verdict_label = verdict_labels.get(task.verdict, "")
         task.href = task_url(task.pk) + suffix
         task.run_href = run_url(task.latest_run_id) if task.latest_run_id else ""
-        task.live = task.latest_run_status in UNFINISHED_RUNS
+        task.live = task.latest_run_status in Run.IN_FLIGHT
     return rows
 
 
@@ -130,7 +130,7 @@ def queue_status(request: HttpRequest) -> JsonResponse:
         "status_label": task.get_status_display(),
         "run_id": task.latest_run_id,
         "run_href": run_url(task.latest_run_id) if task.latest_run_id else "",
-        "live": task.latest_run_status in UNFINISHED_RUNS,
+        "live": task.latest_run_status in Run.IN_FLIGHT,
         "verdict": task.verdict or "",
         "verdict_label": verdict_labels.get(task.verdict, ""),
         "confidence": task.confidence,
@@ -146,7 +146,7 @@ def _back_to_queue(request: HttpRequest) -> HttpResponse:
 
 
 def _run_selected(request: HttpRequest, tasks) -> None:
-    busy = set(Run.objects.filter(task__in=tasks, status__in=UNFINISHED_RUNS).values_list("task_id", flat=True))
+    busy = tasks_in_flight(tasks)
     started = [services.start_run(task=task, actor=request.user) for task in tasks if task.pk not in busy]
     if started:
         messages.success(request, f"{len(started)} run(s) queued; each row shows its status as a worker takes it.")
