@@ -12,6 +12,7 @@ import schemathesis
 from django.core.wsgi import get_wsgi_application
 from hypothesis import HealthCheck, settings
 
+from tests.faults.tally import tally
 from tests.verifier.exports.verified_runs import light_kg, verified  # noqa: F401  (fixtures)
 from verifier.models import Run
 
@@ -30,16 +31,7 @@ def _spec() -> dict:
 schema = schemathesis.openapi.from_dict(_spec())
 schema.app = get_wsgi_application()
 
-SENT: dict[str, int] = {"requests": 0, "server_errors": 0}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fuzzing_report(request):
-    """After the module: how many generated requests were sent and how many got a 5xx (each one also fails
-    its own test)."""
-    yield
-    request.config.get_terminal_writer().line(
-        f"\nAPI fuzzing: {SENT['requests']} requests sent, {SENT['server_errors']} answered with a 5xx")
+SENT = tally("API fuzzing", "requests_sent", "answered_with_a_5xx")
 
 
 @pytest.fixture(autouse=True)
@@ -68,9 +60,9 @@ def token(request, make_user, verified):  # noqa: F811
 def test_no_generated_request_gets_a_server_error(case, token, verified):  # noqa: F811
     runs_before = Run.objects.count()
     response = case.call(headers={"Authorization": f"Token {token}"})
-    SENT["requests"] += 1
+    SENT["requests_sent"] += 1
     if response.status_code >= 500:
-        SENT["server_errors"] += 1
+        SENT["answered_with_a_5xx"] += 1
     assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.text[:500])
     if response.status_code >= 400:
         assert Run.objects.count() == runs_before  # a refused request started nothing

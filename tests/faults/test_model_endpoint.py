@@ -4,6 +4,7 @@ kept, and its task back where a curator can act on it."""
 
 import pytest
 
+from tests.faults.tally import tally
 from tests.openai_server import ErrorReply, MalformedReply, ScriptedOpenAIServer, TextReply
 from tests.verifier.agent.test_runs import PLAN, task  # noqa: F401 — the fixture
 from verifier.agent.llm import OpenAICompatibleLLM
@@ -12,6 +13,13 @@ from verifier.runner import execute_run
 from verifier.services import start_run
 
 pytestmark = pytest.mark.django_db
+
+INJECTED = tally("Model-endpoint faults", "faults_injected", "runs_left_unfinished")
+
+
+def _count(run: Run) -> None:
+    INJECTED["faults_injected"] += 1
+    INJECTED["runs_left_unfinished"] += run.status in Run.IN_FLIGHT
 
 STEP = "Thought: look.\nAction: KG_Neighbor(Douglas Adams, country of citizenship)"
 
@@ -36,6 +44,7 @@ def test_a_faulty_model_endpoint_never_leaves_a_run_running(task, name, script, 
         run = start_run(task=task, config={"profile": "paper", "t_max": 2}, queue=False)
         execute_run(run.pk, llm=llm)
     run.refresh_from_db()
+    _count(run)
     assert run.status == outcome, (name, run.error)
     assert run.finished_at is not None
     assert Step.objects.filter(run=run, kind="plan").exists()  # what was stored before the fault is kept
@@ -53,5 +62,6 @@ def test_an_endpoint_that_never_answers_anything_readable_fails_the_run(task):  
         run = start_run(task=task, config={"profile": "paper", "t_max": 1}, queue=False)
         execute_run(run.pk, llm=llm)
     run.refresh_from_db()
+    _count(run)
     assert run.status == Run.Status.FAILED and "no readable answer" in run.error
     assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING

@@ -17,7 +17,7 @@ from pathlib import Path
 from django.db.models import Q
 from django.db.models.functions import Lower
 
-from verifier.kg.sources import Problem
+from verifier.kg.textfile import Problem, read_text
 from verifier.models import Entity, KnowledgeGraph, Relation
 
 COLUMNS = ("head", "relation", "tail", "label")
@@ -50,24 +50,6 @@ class ResolvedRow:
 MAX_TERM_CHARS = 1000  # no entity or relation name is longer; a longer cell is a broken file
 
 
-def read_text(path: Path) -> tuple[str | None, Problem | None]:
-    """The file as text: UTF-8, with or without the byte-order mark a spreadsheet writes; otherwise the
-    problem, naming the first line that is not UTF-8 or that holds a NUL byte (a binary file)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return None, Problem(path, 0, f"cannot read the file: {exc.strerror}")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return None, Problem(path, line, f"line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
-    if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        return None, Problem(path, line, f"line {line} holds a NUL byte: this is not a text file")
-    return text, None
-
-
 def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
     problems: list[Problem] = []
     rows: list[FlaggedRow] = []
@@ -76,7 +58,7 @@ def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
     if problem is not None:
         return [], [problem]
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    order = list(range(4))
+    order, named = list(range(4)), 0
     while True:
         try:
             record = next(reader)
@@ -92,6 +74,10 @@ def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
         if line == 1 and {c.lower() for c in cells} >= {"head", "relation", "tail"}:
             lowered = [c.lower() for c in cells]
             order = [lowered.index(name) if name in lowered else -1 for name in COLUMNS]
+            named = len(cells)
+            continue
+        if named and any(cells[named:]):
+            problems.append(Problem(path, line, f"{len(cells)} cells, but the header names {named} columns"))
             continue
         if len(cells) not in (3, 4) and order == list(range(4)):
             problems.append(Problem(path, line, f"expected 3 or 4 columns (head, relation, tail[, label]), got {len(cells)}"))

@@ -8,9 +8,10 @@ stay whole.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from verifier.kg.textfile import MAX_ID_CHARS, Problem, clipped, text_lines
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 LABEL_PREDICATES = {
@@ -38,10 +39,19 @@ _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'"
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[tbnrf\"'\\])")
 
 
+class _BadEscape(ValueError):
+    pass
+
+
 def _unescape(text: str) -> str:
     def replace(match: re.Match) -> str:
         code = match.group(1)
-        return chr(int(code[1:], 16)) if code[0] in "uU" else _ESCAPES[code]
+        if code[0] not in "uU":
+            return _ESCAPES[code]
+        point = int(code[1:], 16)
+        if point == 0 or point > 0x10FFFF or 0xD800 <= point <= 0xDFFF:
+            raise _BadEscape(f"\\{code} is not a character a term may hold")
+        return chr(point)
 
     return _ESCAPE.sub(replace, text)
 
@@ -72,41 +82,48 @@ def _prefer(current: str, new: str, lang: str | None) -> bool:
     return not current or (lang or "en").lower().startswith("en")
 
 
-def read_graph(path: Path, *, problems: list, problem: Callable) -> ParsedGraph:
+def read_graph(path: Path, *, problems: list[Problem]) -> ParsedGraph:
     graph = ParsedGraph()
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            match = _LINE.match(line)
-            if match is None:
-                problems.append(problem(path, number, f"not an N-Triples statement: {line[:120]!r}"))
-                continue
-            s_iri, s_bnode, predicate, o_iri, o_bnode, o_text, o_lang, _datatype = match.groups()
+    for number, raw in text_lines(path, problems):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match is None:
+            problems.append(Problem(path, number, f"not an N-Triples statement: {line[:120]!r}"))
+            continue
+        s_iri, s_bnode, predicate, o_iri, o_bnode, o_text, o_lang, _datatype = match.groups()
+        try:
             subject = compact(_unescape(s_iri)) if s_iri is not None else f"_:{s_bnode}"
             predicate = compact(_unescape(predicate))
-            if o_text is None:
-                obj = compact(_unescape(o_iri)) if o_iri is not None else f"_:{o_bnode}"
-                if predicate in TYPE_PREDICATES:
-                    graph.entity(subject)["types"].append(obj)
-                    graph.types.add(obj)
-                else:
-                    graph.triples.append((subject, predicate, obj))
-                continue
-            text = _unescape(o_text)
-            record = graph.entity(subject)
-            if predicate in LABEL_PREDICATES:
-                if _prefer(record["label"], text, o_lang):
-                    record["label"] = text
-            elif predicate in DESCRIPTION_PREDICATES:
-                if _prefer(record["description"], text, o_lang):
-                    record["description"] = text
-            elif predicate in ALIAS_PREDICATES:
-                if (o_lang or "en").lower().startswith("en"):
-                    record["aliases"].append(text)
+            obj = (compact(_unescape(o_iri)) if o_iri is not None else f"_:{o_bnode}") if o_text is None else ""
+            text = _unescape(o_text) if o_text is not None else ""
+        except _BadEscape as exc:
+            problems.append(Problem(path, number, str(exc)))
+            continue
+        too_long = next((i for i in (subject, predicate, obj) if len(i) > MAX_ID_CHARS), None)
+        if too_long is not None:
+            problems.append(Problem(path, number, f"an IRI is {len(too_long):,} characters long; at most {MAX_ID_CHARS} are stored"))
+            continue
+        if o_text is None:
+            if predicate in TYPE_PREDICATES:
+                graph.entity(subject)["types"].append(obj)
+                graph.types.add(obj)
             else:
-                graph.ignored_literals += 1
+                graph.triples.append((subject, predicate, obj))
+            continue
+        record = graph.entity(subject)
+        if predicate in LABEL_PREDICATES:
+            if _prefer(record["label"], text, o_lang):
+                record["label"] = clipped(text)
+        elif predicate in DESCRIPTION_PREDICATES:
+            if _prefer(record["description"], text, o_lang):
+                record["description"] = text
+        elif predicate in ALIAS_PREDICATES:
+            if (o_lang or "en").lower().startswith("en"):
+                record["aliases"].append(clipped(text))
+        else:
+            graph.ignored_literals += 1
 
     # Subjects described with a label that are used as predicates are relations, not entities.
     predicates = {p for _, p, _ in graph.triples}

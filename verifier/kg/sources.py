@@ -9,25 +9,19 @@ there are problems, so nothing half-imported stays.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifier.kg import ntriples
+from verifier.kg.textfile import MAX_ID_CHARS, Problem, clipped, read_text, text_lines
+
+__all__ = ["Problem", "KGSource", "SourceError", "detect_source"]
 
 
 class SourceError(ValueError):
     """The path given to the importer is not a KG this reader understands."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: Path
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 @dataclass
@@ -85,18 +79,21 @@ class KGSource:
 
 
 def _tab_rows(path: Path, columns: int, problems: list[Problem], *, at_least: bool = False) -> Iterator[list[str]]:
-    """Rows of a tab-separated file; blank lines skipped, wrong column counts reported."""
-    with path.open(encoding="utf-8", newline="") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t", columns - 1 if at_least else -1)
-            if len(parts) != columns or any(not p.strip() for p in parts[:columns]):
-                message = f"expected {columns} tab-separated non-empty fields, got {len(parts)}: {line[:120]!r}"
-                problems.append(Problem(path, number, message))
-                continue
-            yield [p.strip() for p in parts]
+    """Rows of a tab-separated file; blank lines skipped, wrong column counts and over-long ids reported."""
+    for number, line in text_lines(path, problems):
+        if not line.strip():
+            continue
+        parts = line.split("\t", columns - 1 if at_least else -1)
+        if len(parts) != columns or any(not p.strip() for p in parts[:columns]):
+            message = f"expected {columns} tab-separated non-empty fields, got {len(parts)}: {line[:120]!r}"
+            problems.append(Problem(path, number, message))
+            continue
+        parts = [p.strip() for p in parts]
+        too_long = next((p for p in (parts if columns == 3 and not at_least else parts[:1]) if len(p) > MAX_ID_CHARS), None)
+        if too_long is not None:
+            problems.append(Problem(path, number, f"an id is {len(too_long):,} characters long; at most {MAX_ID_CHARS} are stored"))
+            continue
+        yield parts
 
 
 def _triple_stream(paths: list[Path], problems: list[Problem]) -> Callable[[], Iterator[tuple[str, str, str]]]:
@@ -107,12 +104,22 @@ def _triple_stream(paths: list[Path], problems: list[Problem]) -> Callable[[], I
     return stream
 
 
-def _read_json(path: Path, problems: list[Problem]):
+def _read_json(path: Path, problems: list[Problem], *, values: type = dict) -> dict:
+    """A JSON object keyed by id whose values are all ``values`` (objects, or lists); anything else is a
+    problem (and an empty object)."""
+    text, problem = read_text(path)
+    if problem is not None:
+        problems.append(problem)
+        return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         problems.append(Problem(path, exc.lineno, f"invalid JSON: {exc.msg}"))
         return {}
+    if not isinstance(data, dict) or not all(isinstance(v, values) for v in data.values()):
+        problems.append(Problem(path, 1, f"expected a JSON object of {'lists' if values is list else 'objects'}, keyed by id"))
+        return {}
+    return data
 
 
 def _require(path: Path) -> Path:
@@ -136,29 +143,28 @@ def read_codex(folder: Path, *, name: str = "codex-s") -> KGSource:
         TypeRecord(tid, row.get("label", ""), row.get("description", ""))
         for tid, row in type_rows.items()
     ]
-    entity_types = _read_json(_require(folder / "types" / "entity2types.json"), problems)
+    entity_types = _read_json(_require(folder / "types" / "entity2types.json"), problems, values=list)
 
     entities: dict[str, EntityRecord] = {}
     for qid, label in _tab_rows(_require(folder / "entities" / "entity2name.txt"), 2, problems):
-        entities[qid] = EntityRecord(qid, label, types=list(entity_types.get(qid, [])))
+        entities[qid] = EntityRecord(qid, clipped(label), types=list(entity_types.get(qid, [])))
 
     wikipedia_urls: dict[str, str] = {}
     terms_path = folder / "entities" / "wikidata_terms.jsonl"
     if terms_path.exists():
-        with terms_path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    record = entities.setdefault(row["id"], EntityRecord(row["id"]))
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    problems.append(Problem(terms_path, number, f"invalid JSON line: {exc}"))
-                    continue
-                record.label = record.label or row.get("label") or ""
-                record.description = row.get("description") or record.description
-                record.aliases = [a for a in row.get("aliases") or [] if a]
-                wikipedia_urls[row["id"]] = row.get("wikipedia") or ""
+        for number, line in text_lines(terms_path, problems):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                record = entities.setdefault(row["id"], EntityRecord(row["id"]))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                problems.append(Problem(terms_path, number, f"invalid JSON line: {exc}"))
+                continue
+            record.label = record.label or row.get("label") or ""
+            record.description = row.get("description") or record.description
+            record.aliases = [a for a in row.get("aliases") or [] if a]
+            wikipedia_urls[row["id"]] = row.get("wikipedia") or ""
 
     passages = [
         PassageRecord(qid, text, "wikipedia", wikipedia_urls.get(qid, ""))
@@ -191,7 +197,7 @@ def read_fb15k(folder: Path, *, name: str = "fb15k-237") -> KGSource:
 
     entities: dict[str, EntityRecord] = {}
     for mid, label in _tab_rows(_require(folder / "entity2text.txt"), 2, problems, at_least=True):
-        entities[mid] = EntityRecord(mid, label)
+        entities[mid] = EntityRecord(mid, clipped(label))
     wikidata_path = folder / "entity2wikidata.json"
     if wikidata_path.exists():
         for mid, row in _read_json(wikidata_path, problems).items():
@@ -201,7 +207,7 @@ def read_fb15k(folder: Path, *, name: str = "fb15k-237") -> KGSource:
             record.aliases = [a for a in row.get("alternatives") or [] if a and a != record.label]
 
     relations = [
-        RelationRecord(rid, phrase)
+        RelationRecord(rid, clipped(phrase))
         for rid, phrase in _tab_rows(_require(folder / "relation2text.txt"), 2, problems, at_least=True)
     ]
     return KGSource(
@@ -233,7 +239,7 @@ def read_ntriples(path: Path, *, name: str) -> KGSource:
     """An N-Triples file: IRI objects become triples; labels, descriptions, aliases and rdf:type
     become entity attributes; other literals are ignored (and counted in the report)."""
     problems: list[Problem] = []
-    parsed = ntriples.read_graph(_require(path), problems=problems, problem=Problem)
+    parsed = ntriples.read_graph(_require(path), problems=problems)
     return KGSource(
         name=name,
         title=name,
@@ -247,8 +253,18 @@ def read_ntriples(path: Path, *, name: str) -> KGSource:
     )
 
 
+KG_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")  # a KG's name is a slug (it appears in URLs)
+
+
 def detect_source(path: Path, *, name: str | None = None) -> KGSource:
     """Pick the reader for a path: a known dataset folder, ``.nt`` or a TSV triples file."""
+    source = _reader(path, name=name)
+    if not KG_NAME.match(source.name):
+        raise SourceError(f"{source.name[:120]!r} cannot name a KG: use letters, digits, - and _ (at most 100); see --name")
+    return source
+
+
+def _reader(path: Path, *, name: str | None) -> KGSource:
     if path.is_dir():
         if (path / "triples" / "train.txt").exists() and (path / "relations.json").exists():
             return read_codex(path, name=name or "codex-s")

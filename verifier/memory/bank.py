@@ -10,8 +10,9 @@ from django.db import transaction
 from pgvector.django import CosineDistance
 
 from verifier.agent.steps import Memory
+from verifier.kg.textfile import read_text
 from verifier.memory import encoder
-from verifier.models import MemoryEntry, Run
+from verifier.models import MemoryEntry, Run, Verdict
 
 # Reviewed investigations of CoDEx-S training triples that a fresh installation starts with (make demo,
 # evaluate_suite); never the validation split the evaluation harness samples.
@@ -81,24 +82,59 @@ def export_bank(path: Path) -> int:
     return len(entries)
 
 
-@transaction.atomic
-def import_bank(path: Path) -> tuple[int, int]:
-    """(added, skipped as already present). Entries are re-embedded; identical triple+trajectory is skipped."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != "kgv-memory-bank/1":
-        raise ValueError(f"{path} is not a KGV memory bank export (format kgv-memory-bank/1)")
-    added = skipped = 0
+class BankFileError(ValueError):
+    """The file is not a memory bank export KGV can import; nothing was imported."""
+
+
+TEXT_FIELDS = {"triple_text": None, "trajectory": None, "lesson": None, "relation_label": 500, "provenance": 500}
+
+
+def read_bank(path: Path) -> list[dict]:
+    """The entries of a memory bank export, each checked: required fields present, every field a string of
+    the length the bank stores, a known verdict and status, no NUL byte. The first problem is a BankFileError.
+    Entries come back with every field present (an empty optional field as "", no status as active)."""
+    text, problem = read_text(path)
+    if problem is not None:
+        raise BankFileError(problem.message)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BankFileError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict) or data.get("format") != "kgv-memory-bank/1" or not isinstance(data.get("entries"), list):
+        raise BankFileError("not a KGV memory bank export (a JSON object with format kgv-memory-bank/1 and a list of entries)")
     for number, row in enumerate(data["entries"], start=1):
+        if not isinstance(row, dict):
+            raise BankFileError(f"entry {number} is not a JSON object")
         missing = [f for f in ("triple_text", "trajectory", "verdict") if not row.get(f)]
         if missing:
-            raise ValueError(f"{path}: entry {number} lacks {', '.join(missing)}")
+            raise BankFileError(f"entry {number} lacks {', '.join(missing)}")
+        for name, limit in TEXT_FIELDS.items():
+            value = row.get(name) or ""
+            if not isinstance(value, str) or "\x00" in value or (limit and len(value) > limit):
+                shape = f"text of at most {limit} characters" if limit else "text"
+                raise BankFileError(f"entry {number}: {name} must be {shape} without NUL bytes")
+        if row["verdict"] not in Verdict.values:
+            raise BankFileError(f"entry {number}: verdict {str(row['verdict'])[:40]!r} is not one of {', '.join(Verdict.values)}")
+        if row.get("status", MemoryEntry.Status.ACTIVE) not in MemoryEntry.Status.values:
+            raise BankFileError(f"entry {number}: status {str(row['status'])[:40]!r} is not one of "
+                                f"{', '.join(MemoryEntry.Status.values)}")
+    return [{**{name: row.get(name) or "" for name in TEXT_FIELDS}, "verdict": row["verdict"],
+             "status": row.get("status", MemoryEntry.Status.ACTIVE)} for row in data["entries"]]
+
+
+@transaction.atomic
+def import_bank(path: Path) -> tuple[int, int]:
+    """(added, skipped as already present). Entries are re-embedded; identical triple+trajectory is skipped.
+    The whole file is checked first (read_bank): a bad entry imports nothing."""
+    added = skipped = 0
+    for row in read_bank(path):
         if MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).exists():
             skipped += 1
             continue
         entry = add_entry(triple_text=row["triple_text"], trajectory=row["trajectory"], verdict=row["verdict"],
-                          relation_label=row.get("relation_label", ""), lesson=row.get("lesson", ""),
-                          provenance=row.get("provenance") or f"imported from {path.name}")
-        if row.get("status") == MemoryEntry.Status.RETIRED:
+                          relation_label=row["relation_label"], lesson=row["lesson"],
+                          provenance=row["provenance"] or f"imported from {path.name}")
+        if row["status"] == MemoryEntry.Status.RETIRED:
             entry.status = MemoryEntry.Status.RETIRED
             entry.save(update_fields=["status"])
         added += 1

@@ -8,7 +8,6 @@ entries for curators to review."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.conf import settings
@@ -47,8 +46,8 @@ class Command(BaseCommand):
             raise CommandError(f"{path} does not exist")
         try:
             added, skipped = bank.import_bank(path)
-        except (ValueError, KeyError, json.JSONDecodeError) as exc:
-            raise CommandError(f"{path}: {exc}") from None
+        except bank.BankFileError as exc:
+            raise CommandError(f"{path}: {exc}; nothing was imported") from None
         self.stdout.write(self.style.SUCCESS(f"Imported {added} memory entries ({skipped} already present)"))
 
     def _bootstrap(self, options) -> None:
