@@ -42,6 +42,7 @@ class KGEConfig:
     max_epochs: int = 300
     eval_every: int = 20
     patience: int = 2  # evaluations without a better MRR before stopping
+    lr_decay: float = 1.0  # the learning rate is multiplied by this after an evaluation without a better MRR
     max_minutes: float = 15.0
     seed: int = 0
 
@@ -50,6 +51,8 @@ class KGEConfig:
             raise ValueError(f"unknown KGE model {self.model!r}; one of {', '.join(INTERACTIONS)}")
         if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
             raise ValueError("dim, max_epochs, eval_every and batch_size must be positive")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError("lr_decay must be in (0, 1]")
 
     @classmethod
     def from_dict(cls, data: dict) -> KGEConfig:
@@ -160,6 +163,8 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
     model = build_model(config, num_entities, num_relations)
     factory = _factory(triples, num_entities, num_relations)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=config.lr_decay, patience=0) \
+        if config.lr_decay < 1 else None
     loop = LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")
     started = time.monotonic()
     best = Trained(model, 0, 0.0, {"mrr": -1.0})
@@ -176,13 +181,15 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
         epochs += chunk
         scores = link_prediction(model, validation, known)
         elapsed = time.monotonic() - started
-        history.append({"epoch": epochs, "minutes": round(elapsed / 60, 2), **scores})
+        history.append({"epoch": epochs, "minutes": round(elapsed / 60, 2), "lr": optimizer.param_groups[0]["lr"], **scores})
         logger.info("KGE epoch %s: validation MRR %.4f (%.1f min)", epochs, scores["mrr"], elapsed / 60)
         if scores["mrr"] > best.validation["mrr"]:
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             best.epochs, best.validation, stale = epochs, scores, 0
         else:
             stale += 1
+        if plateau is not None:
+            plateau.step(scores["mrr"])
         progress(min(1.0, max(epochs / config.max_epochs, elapsed / budget)),
                  f"epoch {epochs}/{config.max_epochs}, validation MRR {scores['mrr']:.3f}")
         if stale >= config.patience:

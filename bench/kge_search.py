@@ -1,0 +1,68 @@
+"""Choose a KG's embedding configuration by validation MRR, without touching its stored model.
+
+Each configuration trains on exactly what `manage.py train_kge` would train on (the KG minus its queued
+triples and calibration slice), stops early on the calibration slice's filtered MRR as training does, and
+is then scored on the dataset's own validation split (filtered by the KG and that split). Nothing is
+stored: the KG's ready model and its calibration stay as they are.
+
+    make install && DEBUG=1 .venv/bin/python bench/kge_search.py codex-s \\
+        '{}' '{"learning_rate": 1e-3, "lr_decay": 0.5, "patience": 3}'
+
+Each argument after the KG name is a JSON object of `KGEConfig` settings over the KG's default
+(`kge.default_config`); `'{}'` is the default itself. One line per configuration: epochs, minutes, why it
+stopped, the slice's MRR and the validation split's MRR and Hits@10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kgv_web.settings")
+os.environ.setdefault("DEBUG", "1")
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+
+from verifier.management.commands.train_kge import dataset_validation  # noqa: E402
+from verifier.models import KnowledgeGraph, Triple  # noqa: E402
+from verifier.structure import kge  # noqa: E402
+from verifier.structure.dataset import training_data  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kg", help="name of a loaded KG")
+    parser.add_argument("configs", nargs="+", help="JSON objects of KGEConfig settings over the default")
+    args = parser.parse_args()
+    kg = KnowledgeGraph.objects.get(name=args.kg)
+    data = training_data(kg)
+    known = data.to_indices(np.array(list(Triple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id")),
+                                     dtype=np.int64))
+    validation = dataset_validation(kg)
+    scored = data.to_indices(validation) if validation is not None and len(validation) else None
+    base = kge.default_config(len(data.train), data.num_entities)
+    print(f"{kg.name}: {len(data.train):,} training triples, {len(data.calibration):,} in the calibration slice, "
+          f"{0 if scored is None else len(scored):,} validation triples; default {base.to_dict()}", flush=True)
+    for text in args.configs:
+        config = replace(base, **json.loads(text))
+        trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
+                            validation=data.calibration, known=known)
+        line = (f"{text}: {trained.epochs} epochs in {trained.seconds / 60:.1f} min ({trained.stopped_because}); "
+                f"slice MRR {trained.validation['mrr']:.3f}")
+        if scored is not None:
+            figures = kge.link_prediction(trained.model, scored, np.concatenate([known, scored]))
+            line += f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
