@@ -15,9 +15,10 @@ from decimal import Decimal
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from verifier.agent.llm import LLM, LLMError
 from verifier.agent.loop import STRUCTURAL_MODES, AgentConfig, Investigation
@@ -48,6 +49,14 @@ def _schema(task: VerificationTask) -> str:
     return relation_text(profile) if profile else ""
 
 
+# A write that ends a run must land even when the database connection was lost mid-run (PostgreSQL restarted,
+# a failover): the broken connection is dropped and the write retried on a new one for up to a minute.
+# Beyond that the run stays running without a heartbeat, and the sweeper fails it once the database is back.
+_reconnecting = retry(retry=retry_if_exception_type((OperationalError, InterfaceError)), stop=stop_after_delay(60),
+                      wait=wait_exponential(multiplier=0.5, max=5), before_sleep=lambda _: connection.close(), reraise=True)
+
+
+@_reconnecting
 def _finish(run: Run, status: str, **fields) -> bool:
     """End a running run: one conditional UPDATE, so a run a curator cancelled (or a sweeper failed) meanwhile
     keeps that state. False when the run was no longer running."""
@@ -66,6 +75,8 @@ def _failure(error: Exception) -> str:
         return f"the run exceeded its time limit ({settings.KGV_RUN_TIME_LIMIT // 60} minutes, KGV_RUN_TIME_LIMIT); its steps are kept"
     if isinstance(error, LLMError | ValueError | RuntimeError):
         return str(error)
+    if isinstance(error, OperationalError | InterfaceError):
+        return f"the database connection was lost mid-run ({error}); the steps stored before are kept; start a new run"
     return f"internal error ({type(error).__name__}: {error}); the worker log has the details"
 
 
@@ -148,8 +159,10 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     except Exception as error:  # noqa: BLE001 — whatever went wrong, the run ends failed and its task is free again
         expected = isinstance(error, LLMError | ValueError | RuntimeError)
         (logger.warning if expected else logger.exception)("run %s failed: %s", run.pk, error)
+        if isinstance(error, OperationalError | InterfaceError):
+            connection.close()  # the connection broke under the investigation; the writes below open a new one
         _finish(run, Run.Status.FAILED, error=_failure(error)[:4000])
-        release_task(task.pk)
+        _reconnecting(release_task)(task.pk)
         return run
     if final is None:  # cancelled: the task goes back to the queue
         release_task(task.pk)
@@ -189,9 +202,11 @@ class _Heartbeat:
     def _beat(self) -> None:
         try:
             while not self._stop.wait(HEARTBEAT_SECONDS):
-                Run.objects.filter(pk=self.run_id, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
-        except Exception:  # noqa: BLE001 — a missed beat must never disturb the run; the sweeper tolerates several
-            logger.warning("heartbeat of run %s stopped", self.run_id, exc_info=True)
+                try:
+                    Run.objects.filter(pk=self.run_id, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+                except Exception:  # noqa: BLE001 — a missed beat must never disturb the run; the sweeper tolerates several
+                    logger.warning("heartbeat of run %s missed", self.run_id, exc_info=True)
+                    connection.close()  # a lost connection (database restarted) is replaced at the next beat
         finally:
             connection.close()  # this thread's own connection
 

@@ -29,5 +29,8 @@ def train_structural_model(model_id: int) -> str:
 
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)
 def sweep_stalled() -> int:
-    """Fail runs whose worker stopped heartbeating (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
-    return len(sweep_stalled_runs())
+    """Fail runs whose worker stopped heartbeating, and send again the lost message of runs queued with none
+    in the broker (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
+    from verifier.redelivery import redeliver_lost_runs
+
+    return len(sweep_stalled_runs()) + len(redeliver_lost_runs())
