@@ -33,9 +33,6 @@ from verifier.wiring import backend_for, build_llm, build_toolbox, settled_confi
 
 logger = logging.getLogger(__name__)
 
-FINISHED = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
-
-
 def claim_of(task: VerificationTask) -> Claim:
     return Claim(task.head.external_id, task.relation.external_id, task.tail.external_id,
                  task.head.label or task.head.external_id, task.relation.label or task.relation.external_id,
@@ -116,7 +113,7 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         # KG join its one KnowledgeGraph row, so runs starting together queued behind each other's first commit.
         run = (Run.objects.select_for_update(of=("self",))
                .select_related("task__kg", "task__head", "task__relation", "task__tail").get(pk=run_id))
-        if run.status in FINISHED:
+        if run.is_finished:
             return run
         if run.status == Run.Status.RUNNING or run.steps.exists():
             run.status, run.finished_at = Run.Status.FAILED, timezone.now()

@@ -4,7 +4,6 @@
 (function () {
   "use strict";
 
-  const FINISHED = ["succeeded", "failed", "cancelled"];
   const KIND_LABELS = { plan: "Plan", thought: "Thought", action: "Action", observation: "Observation", verdict: "Verdict" };
   const VERDICT_LABELS = { correct: "Correct", incorrect: "Incorrect", not_enough_evidence: "Not enough evidence" };
   const STATUS_LABELS = { queued: "Queued", running: "Running", succeeded: "Succeeded", failed: "Failed", cancelled: "Cancelled" };
@@ -126,7 +125,7 @@
     if (run.started_at) figures.startedAt = Date.parse(run.started_at);
     if (run.finished_at) figures.finishedAt = Date.parse(run.finished_at);
     if (run.verdict) showVerdict(run.verdict);
-    if (FINISHED.includes(run.status)) finish(run);
+    if (run.finished) finish(run);  // the server says whether the run has ended (Run.is_finished)
   }
 
   function showVerdict(verdict) {

@@ -27,8 +27,6 @@ from verifier.structure.scoring import trained_on
 from verifier.tools import render
 from verifier.tools.base import QueryTriple
 
-FINISHED = (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED)
-
 
 def query_of(item: EvaluationItem) -> QueryTriple:
     task = item.task
@@ -65,7 +63,7 @@ def latest_items(evaluation: Evaluation):
 def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
     """(outcomes of the items whose run has finished, number of items still without a finished run)."""
     items = list(latest_items(evaluation))
-    done = [item for item in items if item.run is not None and item.run.status in FINISHED]
+    done = [item for item in items if item.run is not None and item.run.is_finished]
     run_ids = [item.run_id for item in done]
     turns, calls = _step_counts(run_ids)
     memories = dict(Run.objects.filter(pk__in=run_ids).annotate(n=Count("memories_used")).values_list("pk", "n"))

@@ -64,6 +64,7 @@ class Run(models.Model):
         CANCELLED = "cancelled", "Cancelled"
 
     IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
     objects = RunQuerySet.as_manager()
 
     task = models.ForeignKey(VerificationTask, on_delete=models.CASCADE, related_name="runs")
@@ -90,6 +91,11 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    @property
+    def is_finished(self) -> bool:
+        """Ended for good: succeeded, failed or cancelled (nothing more will be stored)."""
+        return self.status in self.FINISHED
 
     def __str__(self) -> str:
         return f"run {self.pk} of task {self.task_id} ({self.status})"

@@ -44,6 +44,7 @@ def run_payload(run: Run) -> dict:
     return {
         "id": run.pk,
         "status": run.status,
+        "finished": run.is_finished,
         "verdict": run.verdict,
         "prompt_tokens": run.prompt_tokens,
         "completion_tokens": run.completion_tokens,

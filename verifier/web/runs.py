@@ -19,7 +19,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier import services
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
-from verifier.runner import FINISHED
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
 from verifier.web.structure import status_context
@@ -54,7 +53,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
     return {
         "run": run,
         "task": run.task,
-        "live": run.status not in FINISHED,
+        "live": not run.is_finished,
         "steps": steps,
         "last_seq": steps[-1].seq if steps else 0,
         "cited_items": [item for item in items if item.cited],

@@ -41,9 +41,11 @@ async def test_cancelling_a_run_tells_its_followers():
     run, user = await sync_to_async(_make_run)()
     communicator, status = await _follow(run, user, after=3)
     assert status["run"]["status"] == "running" and status["run"]["finished_at"] is None
+    assert status["run"]["finished"] is False
     assert await sync_to_async(cancel_run)(run=run, actor=user)
     message = await communicator.receive_json_from(timeout=5)
     assert message["type"] == "run.status" and message["run"]["status"] == Run.Status.CANCELLED
+    assert message["run"]["finished"] is True  # the browser ends the live view on this, not on its own list
     assert message["run"]["finished_at"] is not None
     await communicator.disconnect()
 

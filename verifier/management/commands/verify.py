@@ -91,6 +91,6 @@ class Command(BaseCommand):
                 self._print(step)
                 seen = step.seq
             run.refresh_from_db()
-            if run.status in (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED):
+            if run.is_finished:
                 return run
             time.sleep(0.3)
