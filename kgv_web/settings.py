@@ -49,7 +49,6 @@ DATABASES = {"default": database_from_url(DATABASE_URL)}
 # KG data and models.
 KGV_DATA_DIR = Path(env_str("KGV_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
 KGV_CACHE_DIR = Path(env_str("KGV_CACHE_DIR", str(BASE_DIR / ".cache")))
-KGV_IMPORT_BATCH_SIZE = env_int("KGV_IMPORT_BATCH_SIZE", 50_000, minimum=1)
 KGV_EMBED_BATCH_SIZE = env_int("KGV_EMBED_BATCH_SIZE", 64, minimum=1)
 
 # LLM endpoint (any OpenAI-compatible server). Empty base URL: the embedded local model.

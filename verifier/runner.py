@@ -248,9 +248,3 @@ def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
     if final is None:
         raise RuntimeError("the investigation ended without a verdict")
     return final
-
-
-def elapsed_ms(run: Run) -> int:
-    end = run.finished_at or timezone.now()
-    return int((end - run.started_at).total_seconds() * 1000) if run.started_at else 0
-

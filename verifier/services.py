@@ -145,7 +145,7 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
     accept → the run's verdict; override → the other verdict (or ``verdict``), reason required;
     not_enough_evidence → that verdict; comment → no verdict, the task keeps its status.
     """
-    from verifier.models import Review, Run, Verdict, VerificationTask
+    from verifier.models import Review, Verdict, VerificationTask
 
     decisions = Review.Decision
     if decision not in decisions.values:
@@ -156,7 +156,7 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
             raise ReviewRejected("a comment needs text")
         final = ""
     else:
-        if run.status != Run.Status.SUCCEEDED or not run.verdict:
+        if not run.is_reviewable:
             raise ReviewRejected(f"run {run.pk} has no verdict to review (status {run.status})")
         if decision == decisions.ACCEPT:
             final = run.verdict
@@ -165,7 +165,7 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
         else:
             if not reason:
                 raise ReviewRejected("overriding a verdict needs a reason")
-            final = verdict or {Verdict.CORRECT: Verdict.INCORRECT, Verdict.INCORRECT: Verdict.CORRECT}.get(run.verdict, "")
+            final = verdict or Verdict.overridden(run.verdict)
             if final not in (Verdict.CORRECT, Verdict.INCORRECT) or final == run.verdict:
                 raise ReviewRejected(f"an override must change the verdict {run.verdict!r} to Correct or Incorrect")
     with transaction.atomic():
@@ -186,7 +186,7 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     from verifier.memory.bank import add_entry, trajectory_of
     from verifier.models import MemoryEntry, Run
 
-    if run.status != Run.Status.SUCCEEDED or not run.verdict:
+    if not run.is_reviewable:
         raise ReviewRejected(f"only a finished run with a verdict can be promoted (run {run.pk} is {run.status})")
     task = run.task
     reviewed = run.reviews.exclude(verdict="").order_by("-created_at", "-id").first()

@@ -7,12 +7,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from django.urls import NoReverseMatch, reverse
-
 from verifier.evaluation import charts, metrics, outcomes
 from verifier.evaluation.configs import SUITE, configuration_label
 from verifier.evaluation.datasets import DATASETS
 from verifier.models import Evaluation
+from verifier.web.links import run_url
 
 # (key in the metrics, heading, kind) — the comparison rows and the efficiency table's columns.
 COMPARED = (
@@ -27,13 +26,6 @@ COMPARED = (
     ("leakage.runs_scored_by_a_model_trained_on_it", "Runs scored by a model trained on the triple", "int"),
     ("leakage.triples_used_for_fitting", "Evaluated triples used for fitting", "int"),
 )
-
-
-def run_href(run_id: int) -> str:
-    try:
-        return reverse("run-detail", args=[run_id])
-    except NoReverseMatch:
-        return f"/runs/{run_id}/"
 
 
 def benchmark_title(evaluation: Evaluation) -> str:
@@ -83,7 +75,7 @@ def items(evaluation: Evaluation) -> list[dict]:
             "head": task.head.external_id, "relation": task.relation.external_id, "tail": task.tail.external_id,
             "triple": f"{task.head.label} — {task.relation.label} — {task.tail.label}",
             "expected": item.expected_label, "attempts": item.attempts,
-            "run": run.pk if run else None, "href": run_href(run.pk) if run else "",
+            "run": run.pk if run else None, "href": run_url(run.pk) if run else "",
             "status": run.status if run else "", "verdict": run.verdict if run else "",
             "right": bool(run and run.verdict == ("correct" if item.expected_label else "incorrect")),
         })

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from verifier.models.kg import Entity, KnowledgeGraph, Relation
 
@@ -12,6 +13,11 @@ class Verdict(models.TextChoices):
     CORRECT = "correct", "Correct"
     INCORRECT = "incorrect", "Incorrect"
     NOT_ENOUGH_EVIDENCE = "not_enough_evidence", "Not enough evidence"
+
+    @classmethod
+    def overridden(cls, verdict: str) -> str:
+        """What overriding ``verdict`` makes it: Correct ⇄ Incorrect ("" for any other)."""
+        return {cls.CORRECT: cls.INCORRECT, cls.INCORRECT: cls.CORRECT}.get(verdict, "")
 
 
 class VerificationTask(models.Model):
@@ -96,6 +102,18 @@ class Run(models.Model):
     def is_finished(self) -> bool:
         """Ended for good: succeeded, failed or cancelled (nothing more will be stored)."""
         return self.status in self.FINISHED
+
+    @property
+    def is_reviewable(self) -> bool:
+        """A verdict a reviewer can accept, override or promote: the run succeeded with one."""
+        return self.status == self.Status.SUCCEEDED and bool(self.verdict)
+
+    @property
+    def elapsed_seconds(self) -> int | None:
+        """Seconds from start to finish (to now while it runs); None before it starts."""
+        if self.started_at is None:
+            return None
+        return int(((self.finished_at or timezone.now()) - self.started_at).total_seconds())
 
     def __str__(self) -> str:
         return f"run {self.pk} of task {self.task_id} ({self.status})"

@@ -272,7 +272,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("", queue_page, name="queue"),
-    path("", queue_page, name="home"),  # the former home page; links to it land on the queue
+    path("", queue_page, name="home"),  # the site root is the queue
     path("queue/status.json", queue_status, name="queue-status"),
     path("queue/bulk/", bulk_action, name="queue-bulk"),
     path("import/", import_tasks, name="queue-import"),

@@ -12,8 +12,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, path, reverse
-from django.utils import timezone
+from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import services
@@ -31,16 +30,7 @@ def _with_queue(url: str, queue: str) -> str:
 
 
 def _promote_url(run: Run) -> str:
-    try:
-        return reverse("run-promote", args=[run.pk])
-    except NoReverseMatch:  # the memory pages register it; until they do, the same documented path
-        return f"/runs/{run.pk}/promote/"
-
-
-def _elapsed_seconds(run: Run) -> int | None:
-    if run.started_at is None:
-        return None
-    return int(((run.finished_at or timezone.now()) - run.started_at).total_seconds())
+    return reverse("run-promote", args=[run.pk])
 
 
 def _run_context(request: HttpRequest, run: Run) -> dict:
@@ -49,7 +39,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
     items = list(run.support_items.select_related("step").order_by("id"))
     reviews = list(run.reviews.select_related("reviewer"))
     previous_id, next_id = queue_neighbours(run.task, queue, request.user)
-    overridden_to = {Verdict.CORRECT: Verdict.INCORRECT, Verdict.INCORRECT: Verdict.CORRECT}.get(run.verdict, "")
+    overridden_to = Verdict.overridden(run.verdict)
     return {
         "run": run,
         "task": run.task,
@@ -61,10 +51,10 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "memories": list(RunMemory.objects.filter(run=run).select_related("entry").order_by("rank")),
         "reviews": reviews,
         "review": review_state(reviews),
-        "elapsed_seconds": _elapsed_seconds(run),
+        "elapsed_seconds": run.elapsed_seconds,
         "can_curate": has_role(request.user, CURATOR),
         "can_review": has_role(request.user, REVIEWER),
-        "reviewable": run.status == Run.Status.SUCCEEDED and bool(run.verdict),
+        "reviewable": run.is_reviewable,
         "override_to": Verdict(overridden_to).label if overridden_to else "",
         "verdict_choices": [(Verdict.CORRECT.value, Verdict.CORRECT.label), (Verdict.INCORRECT.value, Verdict.INCORRECT.label)],
         "queue": queue,
