@@ -8,10 +8,8 @@ run can record it as a failure instead of losing it.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import random
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -20,6 +18,8 @@ from typing import Any, Protocol
 import openai
 from openai import OpenAI
 from openai.types.chat import ChatCompletion
+
+from verifier.retrying import Transient, call_with_retries, retry_after
 
 logger = logging.getLogger(__name__)
 
@@ -125,14 +125,6 @@ class PriceTable:
 # -- the OpenAI-compatible client ------------------------------------------------------------------------------
 
 
-class _Retry(Exception):
-    """One failed attempt that may succeed if repeated; `wait` is the server's Retry-After, if it sent one."""
-
-    def __init__(self, reason: str, *, status_code: int | None = None, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.status_code, self.wait = reason, status_code, wait
-
-
 class OpenAICompatibleLLM:
     def __init__(
         self,
@@ -184,24 +176,23 @@ class OpenAICompatibleLLM:
         if top_logprobs:
             request.update(logprobs=True, top_logprobs=top_logprobs)
         started = time.perf_counter()
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = self._send(request)
-            except _Retry as failure:
-                if attempt > self.max_retries:
-                    raise self._error(f"{failure.reason} (gave up after {attempt} attempts)", status_code=failure.status_code,
-                                      attempts=attempt, retryable=True) from failure
-                delay = self._delay(attempt, failure.wait)
-                logger.warning("LLM %s at %s: %s; retry %d/%d in %.2fs", self.model, self.base_url, failure.reason, attempt,
-                               self.max_retries, delay)
-                time.sleep(delay)
-                continue
-            except LLMError as error:
-                error.attempts = attempt
-                raise
-            return self._completion(response, attempts=attempt, latency_ms=(time.perf_counter() - started) * 1000)
+        attempts = 0
+
+        def attempt():
+            nonlocal attempts
+            attempts += 1
+            return self._send(request)
+
+        try:
+            response = call_with_retries(attempt, retries=self.max_retries, backoff=self.backoff, cap=self.max_backoff,
+                                         what=f"LLM {self.model} at {self.base_url}")
+        except Transient as failure:
+            raise self._error(f"{failure.reason} (gave up after {attempts} attempts)", status_code=failure.status_code,
+                              attempts=attempts, retryable=True) from failure
+        except LLMError as error:
+            error.attempts = attempts
+            raise
+        return self._completion(response, attempts=attempts, latency_ms=(time.perf_counter() - started) * 1000)
 
     # -- one attempt ---------------------------------------------------------------------------------------
 
@@ -230,21 +221,21 @@ class OpenAICompatibleLLM:
         return request
 
     def _send(self, request: dict[str, Any]) -> Any:
-        """One HTTP attempt: the SDK response, `_Retry` for transient failures, `LLMError` for permanent ones."""
+        """One HTTP attempt: the SDK response, `Transient` for failures another attempt may fix, `LLMError` for permanent ones."""
         try:
             # The request is already in wire format, so it goes out as it is: chat.completions.create would first walk
             # every message of the history through the SDK's TypedDict transform (2.7 ms of CPU per call at 22
             # messages, GIL held), about a fifth of a worker's CPU per verification. Same HTTP path, errors and parsing.
             return self._client.post("/chat/completions", body=request, cast_to=ChatCompletion)
         except openai.APITimeoutError as error:
-            raise _Retry(f"timed out after {self.timeout:g}s") from error
+            raise Transient(f"timed out after {self.timeout:g}s") from error
         except openai.APIConnectionError as error:
-            raise _Retry(f"connection failed: {_root_cause(error)}") from error
+            raise Transient(f"connection failed: {_root_cause(error)}") from error
         except openai.APIStatusError as error:
             status = error.status_code
             reason = f"HTTP {status}: {_one_line(_error_message(error))}"
             if status == 429 or status == 408 or status >= 500:  # 408: the server's own request timeout
-                raise _Retry(reason, status_code=status, wait=_retry_after(error.response.headers)) from error
+                raise Transient(reason, status_code=status, retry_after=retry_after(error.response.headers)) from error
             raise self._error(reason, status_code=status) from error
         except openai.APIResponseValidationError as error:
             raise self._error(f"malformed response: {_one_line(str(error))}") from error
@@ -290,12 +281,6 @@ class OpenAICompatibleLLM:
 
     # -- helpers -------------------------------------------------------------------------------------------
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_backoff)  # the server knows best, but a worker must not sleep for hours
-        # Exponential with jitter: 50 workers hitting the same rate limit must not retry in lock-step.
-        return min(self.backoff * 2 ** (attempt - 1), self.max_backoff) * random.uniform(0.5, 1.0)
-
     def _error(self, what: str, *, status_code: int | None = None, attempts: int = 0, retryable: bool = False) -> LLMError:
         return LLMError(f"LLM call to {self.base_url} (model {self.model!r}) failed: {what}", endpoint=self.base_url,
                         model=self.model, status_code=status_code, attempts=attempts, retryable=retryable)
@@ -324,28 +309,6 @@ def _tool_call(call: Any) -> dict[str, Any]:
         # Models do emit broken or non-object JSON; keep it for the observation instead of failing the run.
         arguments = {"_raw": raw}
     return {"id": call.id or "", "name": function.name, "arguments": arguments}
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from `retry-after-ms` (OpenAI) or `Retry-After` (seconds or an HTTP date); None when absent."""
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(float(value) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def _error_message(error: openai.APIStatusError) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from verifier.evidence.base import EvidenceError, WebHit, WebSearchProvider
+from verifier.retrying import Transient, call_with_retries, retry_after
 
 USER_AGENT = "KGV/1.0 (knowledge-graph verification workbench)"
 # Rate limits and server errors are usually transient; other statuses are answers, retrying them only adds latency.
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
-# A Retry-After of minutes would stall a verification run; past this we just use our own backoff.
+# A Retry-After of minutes would stall a verification run: no wait between attempts is longer than this.
 MAX_RETRY_AFTER_SECONDS = 5.0
 
 Encoder = Callable[[list[str]], np.ndarray]
@@ -51,37 +51,52 @@ def get_json(
     host = urllib.parse.urlsplit(url).netloc or url
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/json", **(headers or {})})
     attempts = max(retries, 0) + 1
-    body = b""
-    for attempt in range(attempts):
-        delay = backoff * (2**attempt)
+
+    def attempt() -> bytes:
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                body = response.read()
-            break
+                return response.read()
         except urllib.error.HTTPError as error:
-            status = error.code
-            code, detail = _error_detail(_read_quietly(error))
-            if status in RETRYABLE_STATUSES and attempt + 1 < attempts:
-                delay = max(delay, _retry_after(error.headers.get("Retry-After")))
-                time.sleep(delay)
-                continue
-            hint = (hints or {}).get(code, "") or (hints or {}).get(status, "")
-            tried = f" after {attempts} attempts" if status in RETRYABLE_STATUSES and attempts > 1 else ""
-            parts = [f"{provider}: HTTP {status} from {host}{tried}", _SPACES.sub(" ", detail).strip(), hint]
-            raise EvidenceError(" — ".join(part for part in parts if part)) from None
+            if error.code in RETRYABLE_STATUSES:
+                wait = retry_after(error.headers)
+                raise Transient(f"HTTP {error.code}", retry_after=wait, status_code=error.code) from error
+            raise
         except (TimeoutError, urllib.error.URLError, HTTPException, ConnectionError) as error:
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
-            if isinstance(reason, TimeoutError | ConnectionResetError | HTTPException) and attempt + 1 < attempts:
-                time.sleep(delay)
-                continue
-            raise EvidenceError(f"{provider}: {_describe_network_error(reason, host, timeout, attempts)}") from None
-        except ValueError as error:  # urllib's "unknown url type" and friends: a configuration mistake
-            raise EvidenceError(f"{provider}: invalid URL {url!r} ({error})") from None
+            if isinstance(reason, TimeoutError | ConnectionResetError | HTTPException):
+                raise Transient(str(reason)) from error
+            raise
+
+    try:
+        body = call_with_retries(attempt, retries=attempts - 1, backoff=backoff, cap=MAX_RETRY_AFTER_SECONDS,
+                                 what=f"{provider} at {host}")
+    except Transient as failure:
+        error = failure.__cause__
+        if isinstance(error, urllib.error.HTTPError):
+            raise _http_error(error, provider, host, hints, tried=f" after {attempts} attempts" if attempts > 1 else "") from None
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
+        raise EvidenceError(f"{provider}: {_describe_network_error(reason, host, timeout, attempts)}") from None
+    except urllib.error.HTTPError as error:
+        raise _http_error(error, provider, host, hints, tried="") from None
+    except (TimeoutError, urllib.error.URLError, HTTPException, ConnectionError) as error:
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
+        raise EvidenceError(f"{provider}: {_describe_network_error(reason, host, timeout, 1)}") from None
+    except ValueError as error:  # urllib's "unknown url type" and friends: a configuration mistake
+        raise EvidenceError(f"{provider}: invalid URL {url!r} ({error})") from None
     try:
         return json.loads(body)
     except ValueError:
         preview = body[:60].decode("utf-8", "replace").strip()
         raise EvidenceError(f"{provider}: malformed response from {host} (not JSON: {preview!r})") from None
+
+
+def _http_error(error: urllib.error.HTTPError, provider: str, host: str, hints: Mapping[int | str, str] | None,
+                *, tried: str) -> EvidenceError:
+    """The final HTTP status as one line: the status, the server's own message and the provider's hint."""
+    code, detail = _error_detail(_read_quietly(error))
+    hint = (hints or {}).get(code, "") or (hints or {}).get(error.code, "")
+    parts = [f"{provider}: HTTP {error.code} from {host}{tried}", _SPACES.sub(" ", detail).strip(), hint]
+    return EvidenceError(" — ".join(part for part in parts if part))
 
 
 def _read_quietly(error: urllib.error.HTTPError) -> bytes:
@@ -108,13 +123,6 @@ def _error_detail(body: bytes) -> tuple[str, str]:
     if isinstance(error, str):
         return "", error[:200]
     return "", str(payload.get("message") or payload.get("detail") or "")[:200]
-
-
-def _retry_after(value: str | None) -> float:
-    try:
-        return min(max(float(value or 0), 0.0), MAX_RETRY_AFTER_SECONDS)
-    except ValueError:  # the HTTP-date form; not worth parsing for a capped wait
-        return 0.0
 
 
 def _describe_network_error(reason: object, host: str, timeout: float, attempts: int) -> str:

@@ -13,17 +13,16 @@ import http.client
 import json
 import logging
 import re
-import time
 import urllib.error
 from collections.abc import Iterable
 from contextlib import closing, suppress
-from email.utils import parsedate_to_datetime
 from urllib.parse import quote_plus, urlsplit
 
 from SPARQLWrapper import GET, JSON, POST, SELECT, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed, SPARQLWrapperException
 
 from verifier.kg.base import BackendError, Candidate, Edge, EntityProfile, KGPath, MatchKind, PathStep, Ref, RelationProfile
+from verifier.retrying import Transient, call_with_retries, retry_after
 
 logger = logging.getLogger(__name__)
 
@@ -85,10 +84,12 @@ def sparql_literal(text: str, language: str | None = None) -> str:
     return literal
 
 
-class _AttemptFailed(Exception):
-    def __init__(self, problem: str, *, transient: bool, retry_after: float | None = None) -> None:
+class _Refused(Exception):
+    """An attempt that another cannot fix (a malformed query, a refused request, a malformed answer)."""
+
+    def __init__(self, problem: str) -> None:
         super().__init__(problem)
-        self.problem, self.transient, self.retry_after = problem, transient, retry_after
+        self.problem = problem
 
 
 class SparqlBackend:
@@ -352,21 +353,23 @@ class SparqlBackend:
     # ------------------------------------------------------------------------------------- HTTP
 
     def _select(self, query: str) -> list[Row]:
-        """Rows of a SELECT as {variable: value}, retrying what may be transient with exponential backoff."""
-        for attempt in range(self.retries + 1):
-            try:
-                return self._select_once(query)
-            except _AttemptFailed as failure:
-                where = f"SPARQL endpoint {self.endpoint} {failure.problem}"
-                if not failure.transient:
-                    raise BackendError(where + (f" (after {attempt} retries)" if attempt else "")) from None
-                if attempt == self.retries:
-                    retried = f"retried {self.retries} times, " if self.retries else ""
-                    raise BackendError(f"{where}; {retried}retrying later may help") from None
-                wait = min(self.backoff * 2**attempt if failure.retry_after is None else failure.retry_after, self.max_wait)
-                logger.warning("%s; retry %d of %d in %.2f s", where, attempt + 1, self.retries, wait)
-                time.sleep(wait)
-        raise AssertionError("unreachable")
+        """Rows of a SELECT as {variable: value}, retrying what may be transient (verifier/retrying.py)."""
+        attempts = 0
+
+        def attempt() -> list[Row]:
+            nonlocal attempts
+            attempts += 1
+            return self._select_once(query)
+
+        try:
+            return call_with_retries(attempt, retries=self.retries, backoff=self.backoff, cap=self.max_wait,
+                                     what=f"SPARQL endpoint {self.endpoint}")
+        except Transient as failure:
+            retried = f"retried {self.retries} times, " if self.retries else ""
+            raise BackendError(f"SPARQL endpoint {self.endpoint} {failure.reason}; {retried}retrying later may help") from None
+        except _Refused as failure:
+            after = f" (after {attempts - 1} retries)" if attempts > 1 else ""
+            raise BackendError(f"SPARQL endpoint {self.endpoint} {failure.problem}{after}") from None
 
     def _select_once(self, query: str) -> list[Row]:
         wrapper = SPARQLWrapper(self.endpoint, agent=self.user_agent)
@@ -387,27 +390,27 @@ class SparqlBackend:
             raise self._failure(exc) from None
         return _bindings(body)
 
-    def _failure(self, exc: Exception) -> _AttemptFailed:
+    def _failure(self, exc: Exception) -> Transient | _Refused:
         """What went wrong, for one line of a message, and whether another attempt may succeed."""
         if isinstance(exc, EndPointInternalError):  # SPARQLWrapper maps only 400/401/404/414/500
             if "TimeoutException" in str(exc):  # Blazegraph (Wikidata) names its query timeout at the end
-                return _AttemptFailed("stopped the query at its own time limit (HTTP 500)", transient=True)
-            return _AttemptFailed(f"returned HTTP 500 ({_snippet(exc)})", transient=True)
+                return Transient("stopped the query at its own time limit (HTTP 500)")
+            return Transient(f"returned HTTP 500 ({_snippet(exc)})")
         if isinstance(exc, QueryBadFormed):
-            return _AttemptFailed(f"rejected the query (HTTP 400: {_snippet(exc)}); retrying will not help", transient=False)
+            return _Refused(f"rejected the query (HTTP 400: {_snippet(exc)}); retrying will not help")
         if isinstance(exc, SPARQLWrapperException):
-            return _AttemptFailed(f"refused the request ({_snippet(exc)})", transient=False)
+            return _Refused(f"refused the request ({_snippet(exc)})")
         if isinstance(exc, urllib.error.HTTPError):
-            retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+            wait = retry_after(exc.headers)
             exc.close()
-            return _AttemptFailed(f"returned HTTP {exc.code} {exc.reason}", transient=exc.code in _RETRY_STATUS,
-                                  retry_after=retry_after)
+            problem = f"returned HTTP {exc.code} {exc.reason}"
+            return Transient(problem, retry_after=wait, status_code=exc.code) if exc.code in _RETRY_STATUS else _Refused(problem)
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         if isinstance(reason, TimeoutError):
-            return _AttemptFailed(f"did not answer within {self.timeout:g} s", transient=True)
+            return Transient(f"did not answer within {self.timeout:g} s")
         if isinstance(reason, ConnectionRefusedError):
-            return _AttemptFailed("refused the connection (is it running?)", transient=True)
-        return _AttemptFailed(f"could not be reached ({type(reason).__name__}: {reason})", transient=True)
+            return Transient("refused the connection (is it running?)")
+        return Transient(f"could not be reached ({type(reason).__name__}: {reason})")
 
 
 def _bindings(body: bytes) -> list[Row]:
@@ -419,8 +422,7 @@ def _bindings(body: bytes) -> list[Row]:
             raise TypeError("a value is not a string")
         return rows
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise _AttemptFailed(f"returned a malformed response, not SPARQL JSON results ({_snippet(body)})",
-                             transient=False) from None
+        raise _Refused(f"returned a malformed response, not SPARQL JSON results ({_snippet(body)})") from None
 
 
 def _snippet(value: object, size: int = 120) -> str:
@@ -431,15 +433,6 @@ def _snippet(value: object, size: int = 120) -> str:
             text = ast.literal_eval(text).decode("utf-8", "replace")
     text = " ".join(text.split())
     return repr(text[:size] + ("…" if len(text) > size else ""))
-
-
-def _retry_after(header: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date), None when absent or unreadable."""
-    with suppress(TypeError, ValueError):
-        return max(0.0, float(header or ""))
-    with suppress(TypeError, ValueError, IndexError):
-        return max(0.0, parsedate_to_datetime(header or "").timestamp() - time.time())
-    return None
 
 
 def _case_variants(text: str) -> list[str]:
