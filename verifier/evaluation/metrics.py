@@ -165,10 +165,38 @@ def calibration(outcomes: list[Outcome]) -> dict | None:
             "mean_confidence": statistics.fmean(confidence)}
 
 
+MIN_FLAGGED = 10  # fewer verifications than this are too few to call an outcome degenerate
+ONE_ANSWER_SHARE = 0.95
+FAILED_SHARE = 0.10
+_NAMES = {CORRECT: "Correct", INCORRECT: "Incorrect", ABSTAIN: "Not enough evidence", NO_ANSWER: "no answer"}
+
+
+def warnings(outcomes: list[Outcome], figures: dict) -> list[str]:
+    """Degenerate outcomes a reader must not miss: one answer for (nearly) every triple, an accuracy below
+    always giving the majority answer, many failed runs."""
+    n = len(outcomes)
+    if n < MIN_FLAGGED:
+        return []
+    found = []
+    answer, count = Counter(o.answer for o in outcomes).most_common(1)[0]
+    if count / n >= ONE_ANSWER_SHARE:
+        found.append(f"Answered {_NAMES[answer]} for {count} of {n} verifications: the verdict barely depends on the triple.")
+    majority = max(figures["positives"], figures["negatives"]) / n
+    if figures["accuracy"] < majority:
+        always = "Correct" if figures["positives"] >= figures["negatives"] else "Incorrect"
+        found.append(f"Accuracy {figures['accuracy']:.1%} is below the majority baseline {majority:.1%} "
+                     f"(always answering {always}).")
+    if figures["failed_runs"] / n >= FAILED_SHARE:
+        found.append(f"{figures['failed_runs']} of {n} runs failed; their triples count as wrong.")
+    return found
+
+
 def compute(outcomes: list[Outcome]) -> dict:
     """Every figure of the module docstring for ``outcomes`` (one per finished triple/repeat)."""
+    classified = classification(outcomes)
     return {
-        **classification(outcomes),
+        **classified,
+        "warnings": warnings(outcomes, classified),
         "triples": len({o.triple for o in outcomes}),
         "reliability": reliability(outcomes),
         "calibration": calibration(outcomes),

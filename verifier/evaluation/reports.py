@@ -156,6 +156,8 @@ def evaluation_markdown(evaluation: Evaluation) -> str:
              f"{figures['n']} verifications of {figures['triples']} triples ({figures['positives']} true), "
              f"{evaluation.repeats} repeat(s), seed {evaluation.seed}; model {', '.join(figures.get('models') or []) or '?'}; "
              f"status {evaluation.status}.", "",
+             *[f"> **Warning:** {warning}" for warning in figures.get("warnings", [])],
+             *([""] if figures.get("warnings") else []),
              "| gold \\ verdict | Correct | Incorrect | Not enough evidence | No answer |", "|---|---|---|---|---|"]
     for gold in ("true", "false"):
         counts = figures["confusion"][gold]

@@ -98,3 +98,23 @@ def test_efficiency_averages_tool_shares_and_leak_count():
     assert figures["leakage"] == {"runs_checked": 3, "runs_with_query_triple": 1, "runs_scored_by_a_model_trained_on_it": 0,
                                   "triples_used_for_fitting": 0}
     assert figures["triples"] == 3 and figures["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_a_degenerate_outcome_is_flagged():
+    always_correct = [outcome(i, i % 2 == 0, "correct") for i in range(20)]
+    flagged = compute(always_correct)["warnings"]
+    assert any("Answered Correct for 20 of 20" in w for w in flagged)
+
+    below_majority = [outcome(i, i < 15, "incorrect" if i < 15 else "correct") for i in range(20)]  # 0 right of 20
+    assert any("below the majority baseline 75.0%" in w for w in compute(below_majority)["warnings"])
+
+    failing = [outcome(i, i % 2 == 0, None, failed=i < 4) if i < 4 else outcome(i, i % 2 == 0, "correct" if i % 2 == 0 else "incorrect")
+               for i in range(20)]
+    assert any("4 of 20 runs failed" in w for w in compute(failing)["warnings"])
+
+
+def test_a_sound_or_small_evaluation_is_not_flagged():
+    true = [outcome(i, True, "correct" if i < 12 else "incorrect") for i in range(15)]  # 12 of 15 right
+    false = [outcome(15 + i, False, "incorrect" if i < 12 else "correct") for i in range(15)]
+    assert compute(true + false)["warnings"] == []
+    assert compute([outcome(i, True, "correct") for i in range(5)])["warnings"] == []
