@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from django.db.models import BooleanField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 
+from verifier.errors import ApplicationError
 from verifier.models import Review, Run, Verdict, VerificationTask
 
 SORT_KEYS = {
@@ -51,7 +52,7 @@ FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence
                  "assignee", "q", "sort")
 
 
-class QueueFilterError(ValueError):
+class QueueFilterError(ApplicationError):
     """A queue filter parameter whose value cannot be used; ``param`` names it."""
 
     def __init__(self, param: str, message: str):

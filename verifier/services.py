@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from verifier.errors import ApplicationError
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, VerificationTask
@@ -92,7 +93,7 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
     return run
 
 
-class TaskBusy(ValueError):
+class TaskBusy(ApplicationError):
     """A run was asked for a task that already has one queued or running."""
 
 
@@ -135,7 +136,7 @@ def assign_tasks(*, tasks, assignee, actor=None) -> int:
     return len(changed)
 
 
-class ReviewRejected(ValueError):
+class ReviewRejected(ApplicationError):
     """A review that cannot be recorded as asked (the message says why)."""
 
 

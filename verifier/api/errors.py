@@ -5,8 +5,9 @@
 - ``message``: one sentence for a person;
 - ``details``: per-field messages of a validation error, the bad rows of an import, otherwise null.
 
-Services raise ``ValueError`` (``ReviewRejected``, ``ImportRejected``, ``QueueFilterError``, …) for requests
-they cannot carry out; those become 400 here, so views never translate them one by one.
+Services raise an ``ApplicationError`` (``ReviewRejected``, ``ImportRejected``, ``QueueFilterError``, …) for
+requests they cannot carry out; those become 4xx here, so views never translate them one by one. Any other
+exception is a defect: a 500 through Django's normal reporting (logged with its traceback).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from verifier.errors import ApplicationError
 from verifier.kg.loader import ImportRejected
 from verifier.queue_filters import QueueFilterError
 from verifier.services import ReviewRejected, TaskBusy
@@ -34,7 +36,7 @@ def error_body(code: str, message: str, details=None) -> dict:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def _application_error(exc: ValueError) -> Response:
+def _application_error(exc: ApplicationError) -> Response:
     if isinstance(exc, ImportRejected):
         rows = [{"line": p.line, "message": p.message} for p in exc.problems]
         message = f"{len(rows)} bad row(s); nothing was imported."
@@ -63,7 +65,7 @@ def _message(exc: exceptions.APIException) -> str:
 
 def api_exception_handler(exc, context):
     """DRF's EXCEPTION_HANDLER: DRF's own handling (status, headers such as WWW-Authenticate), our shape."""
-    if isinstance(exc, ValueError):
+    if isinstance(exc, ApplicationError):
         return _application_error(exc)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or None)

@@ -1,13 +1,21 @@
 """The REST API under /api/ (docs/api.md). URL names are part of the contract with the pages and clients."""
 
 from django.urls import path, re_path
-from rest_framework.routers import SimpleRouter
+from rest_framework.routers import DefaultRouter
 
 from verifier.api import views
 
 app_name = "api"
 
-router = SimpleRouter()
+
+
+class _Router(DefaultRouter):
+    """GET /api/ lists the resources (DRF's root view); no ``.json`` suffix routes."""
+
+    include_format_suffixes = False
+
+
+router = _Router()
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memory", views.MemoryViewSet, basename="memory")

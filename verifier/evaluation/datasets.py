@@ -20,6 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from verifier.errors import ApplicationError
 from verifier.evaluation.sampling import (
     NegativeSampler,
     Triple,
@@ -38,7 +39,7 @@ from verifier.models import Triple as KGTriple
 TYPE_SCHEMES = ("auto", "declared", "signature")
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(ApplicationError):
     """The benchmark cannot be built as asked (unknown name, KG not loaded, nothing to draw)."""
 
 

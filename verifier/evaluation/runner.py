@@ -32,6 +32,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from tqdm import tqdm
 
+from verifier.errors import ApplicationError
 from verifier.evaluation import outcomes
 from verifier.evaluation.configs import Configuration, run_config
 from verifier.evaluation.datasets import Benchmark, build_benchmark
@@ -44,7 +45,7 @@ RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
 SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
 
 
-class EvaluationError(ValueError):
+class EvaluationError(ApplicationError):
     """The evaluation cannot be created or driven as asked; the message says why."""
 
 

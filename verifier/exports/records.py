@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.db.models import Prefetch
 
+from verifier.errors import ApplicationError
 from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.selectors import HEAVY_FIELDS
 
@@ -139,7 +140,7 @@ class Selection:
     skipped_tasks: list[int]
 
 
-class SelectionError(ValueError):
+class SelectionError(ApplicationError):
     """The ids asked for do not name anything exportable."""
 
 

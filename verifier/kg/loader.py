@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 from tqdm import tqdm
 
+from verifier.errors import ApplicationError
 from verifier.kg.sources import KGSource, Problem
 from verifier.memory import encoder
 from verifier.models import Entity, EntityType, KnowledgeGraph, Passage, Relation, Triple
@@ -27,7 +28,7 @@ logger = logging.getLogger(__name__)
 MAX_PROBLEMS_SHOWN = 20
 
 
-class ImportRejected(ValueError):
+class ImportRejected(ApplicationError):
     """The source has malformed lines; nothing was written. ``problems`` lists every one."""
 
     def __init__(self, problems: list[Problem]):

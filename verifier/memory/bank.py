@@ -10,6 +10,7 @@ from django.db import transaction
 from pgvector.django import CosineDistance
 
 from verifier.agent.steps import Memory
+from verifier.errors import ApplicationError
 from verifier.kg.textfile import read_text
 from verifier.memory import encoder
 from verifier.models import MemoryEntry, Run, Verdict
@@ -82,7 +83,7 @@ def export_bank(path: Path) -> int:
     return len(entries)
 
 
-class BankFileError(ValueError):
+class BankFileError(ApplicationError):
     """The file is not a memory bank export KGV can import; nothing was imported."""
 
 
