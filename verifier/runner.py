@@ -55,11 +55,19 @@ _reconnecting = retry(retry=retry_if_exception_type((OperationalError, Interface
 
 @_reconnecting
 def _finish(run: Run, status: str, **fields) -> bool:
-    """End a running run: one conditional UPDATE, so a run a curator cancelled (or a sweeper failed) meanwhile
-    keeps that state. False when the run was no longer running."""
+    """End a running run and settle its task, in one transaction: one conditional UPDATE, so a run a curator
+    cancelled (or a sweeper failed) meanwhile keeps that state. A run that succeeded makes its task verified
+    (a reviewer's decision on an earlier run stays the task's verdict: it stays reviewed); otherwise the task
+    goes back to the queue unless another run of it is in flight. False when the run was no longer running."""
     with transaction.atomic():
         ended = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=status, finished_at=timezone.now(), **fields)
         run.refresh_from_db()
+        if ended and status == Run.Status.SUCCEEDED:
+            reviewed = Review.objects.filter(run__task_id=run.task_id).exclude(verdict="").exists()
+            VerificationTask.objects.filter(pk=run.task_id).update(
+                status=VerificationTask.Status.REVIEWED if reviewed else VerificationTask.Status.VERIFIED)
+        else:
+            release_task(run.task_id)
         if ended:
             publish_run_status(run)
     return bool(ended)
@@ -159,20 +167,13 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         if isinstance(error, OperationalError | InterfaceError):
             connection.close()  # the connection broke under the investigation; the writes below open a new one
         _finish(run, Run.Status.FAILED, error=_failure(error)[:4000])
-        _reconnecting(release_task)(task.pk)
         return run
     if final is None:  # cancelled: the task goes back to the queue
         release_task(task.pk)
         return run
-    if _finish(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
-               confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
-               structural_model_id=assessment.structural_model):
-        # A reviewer's decision on an earlier run stays the task's verdict: a new run does not unsettle it.
-        reviewed = Review.objects.filter(run__task_id=task.pk).exclude(verdict="").exists()
-        VerificationTask.objects.filter(pk=task.pk).update(
-            status=VerificationTask.Status.REVIEWED if reviewed else VerificationTask.Status.VERIFIED)
-    else:
-        release_task(task.pk)
+    _finish(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
+            confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
+            structural_model_id=assessment.structural_model)
     return run
 
 
@@ -221,8 +222,8 @@ def sweep_stalled_runs() -> list[int]:
             if not Run.objects.filter(stalled, pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(), error=reason):
                 continue  # it came back to life, or ended, in the meantime
             run.refresh_from_db()
+            release_task(run.task_id)
             publish_run_status(run)
-        release_task(run.task_id)
         failed.append(run.pk)
     if failed:
         logger.warning("failed %d stalled run(s): %s", len(failed), failed)

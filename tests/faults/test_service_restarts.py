@@ -5,11 +5,13 @@ task back where a curator can act on it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from datetime import timedelta
 
 import pytest
 import redis
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -99,9 +101,31 @@ def test_a_service_restarted_under_a_running_investigation_never_leaves_it_runni
             wait_for(lambda: run.steps.count() >= 3, 120, "the first steps to be stored")
             stored_before = run.steps.count()
             restart()
+            if restart is _restart_redis:  # the worker's broadcasts reach followers again
+                assert _next_broadcast(run.pk)["type"] in ("run.step", "run.status")
             run = _ended(run, task, stored_before)
     if run.status == Run.Status.FAILED:  # the only acceptable reason: the database went away under it
         assert "database connection was lost" in run.error, run.error
+
+
+def _next_broadcast(run_id: int) -> dict:
+    """The next message on the run's channel group, received by a new subscriber (a fresh layer: this
+    process's own connections died with the server)."""
+    from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
+
+    from verifier.realtime.events import run_group
+
+    layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+
+    async def receive() -> dict:
+        channel = await layer.new_channel()
+        await layer.group_add(run_group(run_id), channel)
+        try:
+            return await asyncio.wait_for(layer.receive(channel), 60)
+        finally:
+            await layer.flush()
+
+    return async_to_sync(receive)()
 
 
 def test_a_queued_run_whose_message_was_lost_is_sent_again_and_runs(world_kg, celery_worker_process):

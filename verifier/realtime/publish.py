@@ -79,15 +79,24 @@ class _PublisherLoop:
 _publisher = _PublisherLoop()
 
 
+SEND_ATTEMPTS = 3  # after a Redis restart the first sends meet the pool's dead connections, each then replaced
+
+
 def send_to_group(group: str, message: dict) -> None:
-    """Publish and wait for Redis to take the message (keeps a run's steps in order). A broadcast that
+    """Publish and wait for Redis to take the message (keeps a run's steps in order). A send that fails is
+    tried again (a connection lost with a Redis restart is replaced on the next one); a broadcast that still
     fails is logged, not raised: the step is committed and followers catch up from the database."""
     if get_channel_layer() is None:
         return
-    try:
-        _publisher.submit(group, message).result(timeout=SEND_TIMEOUT_SECONDS)
-    except Exception:  # noqa: BLE001 - a lost broadcast must never fail the run that produced it
-        logger.exception("could not broadcast %s to %s", message.get("type"), group)
+    for attempt in range(1, SEND_ATTEMPTS + 1):
+        try:
+            _publisher.submit(group, message).result(timeout=SEND_TIMEOUT_SECONDS)
+            return
+        except Exception:  # noqa: BLE001 - a lost broadcast must never fail the run that produced it
+            if attempt == SEND_ATTEMPTS:
+                logger.exception("could not broadcast %s to %s", message.get("type"), group)
+            else:
+                logger.warning("broadcast of %s to %s failed; sending again", message.get("type"), group, exc_info=True)
 
 
 def publish_step(step: Step) -> None:
