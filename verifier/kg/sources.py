@@ -18,8 +18,6 @@ from verifier.errors import ApplicationError
 from verifier.kg import ntriples
 from verifier.kg.textfile import MAX_ID_CHARS, Problem, clipped, read_text, text_lines
 
-__all__ = ["Problem", "KGSource", "SourceError", "detect_source"]
-
 
 class SourceError(ApplicationError):
     """The path given to the importer is not a KG this reader understands."""
