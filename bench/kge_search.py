@@ -33,7 +33,7 @@ django.setup()
 import numpy as np  # noqa: E402
 
 from verifier.management.commands.train_kge import dataset_validation  # noqa: E402
-from verifier.models import KnowledgeGraph, Triple  # noqa: E402
+from verifier.models import KnowledgeGraph  # noqa: E402
 from verifier.structure import kge  # noqa: E402
 from verifier.structure.dataset import training_data  # noqa: E402
 
@@ -45,8 +45,7 @@ def main() -> None:
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
     data = training_data(kg)
-    known = data.to_indices(np.array(list(Triple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id")),
-                                     dtype=np.int64))
+    known = data.known
     validation = dataset_validation(kg)
     scored = data.to_indices(validation) if validation is not None and len(validation) else None
     base = kge.default_config(len(data.train), data.num_entities)

@@ -171,7 +171,7 @@ FAILED_SHARE = 0.10
 _NAMES = {CORRECT: "Correct", INCORRECT: "Incorrect", ABSTAIN: "Not enough evidence", NO_ANSWER: "no answer"}
 
 
-def warnings(outcomes: list[Outcome], figures: dict) -> list[str]:
+def degenerate_outcomes(outcomes: list[Outcome], figures: dict) -> list[str]:
     """Degenerate outcomes a reader must not miss: one answer for (nearly) every triple, an accuracy below
     always giving the majority answer, many failed runs."""
     n = len(outcomes)
@@ -196,7 +196,7 @@ def compute(outcomes: list[Outcome]) -> dict:
     classified = classification(outcomes)
     return {
         **classified,
-        "warnings": warnings(outcomes, classified),
+        "warnings": degenerate_outcomes(outcomes, classified),
         "triples": len({o.triple for o in outcomes}),
         "reliability": reliability(outcomes),
         "calibration": calibration(outcomes),

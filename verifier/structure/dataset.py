@@ -39,6 +39,7 @@ class TrainingData:
     train: np.ndarray  # (n, 3) int64 indices
     calibration: np.ndarray  # (m, 3) indices: the calibration slice
     held_out: dict[RowTriple, str] = field(default_factory=dict)  # row triple → reason ("queued" / "calibration")
+    known: np.ndarray = field(default_factory=lambda: np.empty((0, 3), dtype=np.int64))  # every KG triple, as indices
 
     @property
     def num_entities(self) -> int:
@@ -130,4 +131,5 @@ def training_data(kg: KnowledgeGraph, *, seed: int = 0) -> TrainingData:
     data = TrainingData(entity_rows, relation_rows, np.empty((0, 3), dtype=np.int64), np.empty((0, 3), dtype=np.int64), held_out)
     data.train = data.to_indices(triples[keep])
     data.calibration = data.to_indices(triples[sliced])
+    data.known = data.to_indices(triples)
     return data

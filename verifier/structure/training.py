@@ -155,8 +155,7 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         config = config or (kge.KGEConfig.from_dict(row.config["kge"]) if (row.config or {}).get("kge")
                             else kge.default_config(len(data.train), data.num_entities))
         _hold_out(row, data)
-        known = data.to_indices(np.array(list(Triple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id")),
-                                         dtype=np.int64))
+        known = data.known
         trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
                             validation=data.calibration, known=known,
                             progress=lambda fraction, detail: progress("training", fraction, detail))
