@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from django.db import transaction
 
-from verifier.agent.weighing import FEATURES, Evidence, Weigher, Weights, evidence_from
+from verifier.agent.weighing import FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, evidence_from
 from verifier.models import ConfidenceModel, Run, SupportItem
 
 
@@ -30,7 +30,8 @@ def unweighed_warning(kg_id: int | None) -> str:
     """Why an agent run on this KG would not be weighed (no confidence model in force), or ""."""
     if active_model(kg_id) is not None:
         return ""
-    return ("No confidence model is active: the agent's verdicts will be the model's own answers, with no confidence. "
+    return ("No confidence model is active: the agent's verdicts will be the model's own answers, with no confidence, "
+            "and the evidence mode gives none. "
             f"Activate the shipped one with: manage.py calibrate --import verifier/data/{SEED_MODEL.name}")
 
 
@@ -56,7 +57,8 @@ def stored_evidence(run: Run) -> Evidence:
     items = SupportItem.objects.filter(run=run, kind__in=[SupportItem.Kind.PLAUSIBILITY, SupportItem.Kind.RULE,
                                                           SupportItem.Kind.PASSAGE]).values_list("key", "kind", "payload")
     assessment = run.assessment or {}
-    return evidence_from(items, assessment.get("agent_verdict") or run.verdict, assessment.get("agent_logit"))
+    answer = "" if run.config.get("mode") == "evidence" else assessment.get("agent_verdict") or run.verdict
+    return evidence_from(items, answer, assessment.get("agent_logit"))
 
 
 @dataclass
@@ -85,15 +87,17 @@ def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict
 
 
 def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tuple[Run, bool]]:
-    """(run, whether its triple is true) for the agent's finished runs of the named evaluations and, with
-    ``reviews``, every agent run a reviewer settled as Correct or Incorrect (its latest verdict)."""
+    """(run, whether its triple is true) for the weighed modes' finished runs of the named evaluations (an
+    agent run with an answer; every evidence-mode run, whose features need no answer) and, with ``reviews``,
+    every agent run a reviewer settled as Correct or Incorrect (its latest verdict)."""
     from verifier.models import EvaluationItem, Review
 
     found: dict[int, tuple[Run, bool]] = {}
-    items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED,
-                                           run__verdict__in=["correct", "incorrect"]).select_related("run__task"))
+    items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED)
+             .select_related("run__task"))
     for item in items:
-        if item.run.config.get("mode", "agent") == "agent":
+        mode = item.run.config.get("mode", "agent")
+        if mode == "evidence" or (mode == "agent" and item.run.verdict in ("correct", "incorrect")):
             found[item.run_id] = (item.run, item.expected_label)
     if reviews:
         settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED)
@@ -117,7 +121,12 @@ class Fit:
 
 def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     """Fit, store and activate a confidence model on labelled runs; their triples are recorded as fitted
-    (an evaluation never draws them again). Cross-validated accuracy and ECE are reported."""
+    (an evaluation never draws them again). Cross-validated accuracy and ECE are reported.
+
+    Agent runs and evidence-mode runs may be pooled: the model's features (its answer, its probe, its
+    sentence judgments) are 0 in an evidence run, so their weights are fitted on the agent runs alone while
+    every run informs the evidence features' weights — a few hundred one-second evidence runs and a hundred
+    agent runs fit what a hundred agent runs alone could not."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
@@ -128,18 +137,18 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
         raise ValueError(f"need at least 20 labelled runs with both true and false triples (got {len(pairs)})")
     x = np.array([stored_evidence(run).vector() for run, _ in pairs])
     y = np.array([label for _, label in pairs], dtype=int)
-    verdicts = np.array([run.verdict == "correct" for run, _ in pairs])
+    truth = y.astype(bool)
+    answered = x[:, 0] != 0  # runs where a language model gave its own answer (agent runs)
     out_of_fold = np.zeros(len(y))
     folds = StratifiedKFold(n_splits=min(5, int(np.bincount(y).min())), shuffle=True, random_state=0)
     for train, held in folds.split(x, y):
         out_of_fold[held] = LogisticRegression(C=1.0, max_iter=1000).fit(x[train], y[train]).predict_proba(x[held])[:, 1]
-    confidence = np.where(verdicts, out_of_fold, 1 - out_of_fold)
-    right = verdicts == y.astype(bool)
-    answers = x[:, 0] > 0
-    cross_validated = {"ece": round(expected_calibration_error(confidence, right), 4),
-                       "verdict_accuracy": round(float(right.mean()), 4),
-                       "answer_accuracy": round(float((answers == y.astype(bool)).mean()), 4),
-                       "combined_accuracy": round(float(((out_of_fold >= 0.5) == y.astype(bool)).mean()), 4)}
+    weighed_right = (out_of_fold >= 0.5) == truth
+    cross_validated = {"ece": round(expected_calibration_error(np.maximum(out_of_fold, 1 - out_of_fold), weighed_right), 4),
+                       "combined_accuracy": round(float(weighed_right.mean()), 4),
+                       "agent_runs": int(answered.sum()),
+                       "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
+                       "answer_accuracy": round(float(((x[answered, 0] > 0) == truth[answered]).mean()), 4) if answered.any() else None}
     final = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
     with transaction.atomic():
         ConfidenceModel.objects.filter(active=True, kg=kg).update(active=False)
@@ -155,11 +164,11 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
 
 
 def reassess(runs) -> int:
-    """Recompute the confidence and P(true) of finished agent runs under the weights now in force (after a
+    """Recompute the confidence and P(true) of finished weighed runs (agent, evidence) under the weights now in force (after a
     new fit). Verdicts are left as they were given: a run's steps show how it was reached."""
     count = 0
     for run in runs.filter(status=Run.Status.SUCCEEDED, verdict__in=["correct", "incorrect"]).select_related("task"):
-        if run.config.get("mode", "agent") != "agent":
+        if run.config.get("mode", "agent") not in WEIGHED_MODES:
             continue
         model = active_model(run.task.kg_id)
         if model is None:

@@ -21,7 +21,7 @@ from django.utils import timezone
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from verifier.agent.llm import LLM, LLMError
-from verifier.agent.loop import STRUCTURAL_MODES, AgentConfig, Investigation
+from verifier.agent.loop import MODEL_FREE_MODES, AgentConfig, Investigation
 from verifier.agent.steps import AgentStep, Claim
 from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
@@ -142,7 +142,7 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
 def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     task = run.task
     try:
-        if llm is None and run.config.get("mode") not in STRUCTURAL_MODES:  # structural baselines need no model
+        if llm is None and run.config.get("mode") not in MODEL_FREE_MODES:
             llm = build_llm(use_grammar=run.config.get("use_grammar"))
         # The profile and its defaults follow the model that answers, unless the run's config chose them.
         run.config = settled_config(run.config, llm)

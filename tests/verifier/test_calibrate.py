@@ -41,7 +41,7 @@ def test_calibrate_fits_on_the_labelled_runs_records_them_and_reassesses(labelle
     assert model.coefficients[confidence.FEATURES.index("structural_logit")] > 0  # the signal that separates them
     assert FitTriple.objects.filter(purpose=FitTriple.Purpose.CONFIDENCE).count() == 40
     out = capsys.readouterr().out
-    assert "fitted on 40 labelled runs" in out and "Re-assessed 40 finished agent runs" in out
+    assert "fitted on 40 labelled runs" in out and "Re-assessed 40 finished weighed runs" in out
     true_run = EvaluationItem.objects.filter(evaluation=labelled, expected_label=True).first().run
     false_run = EvaluationItem.objects.filter(evaluation=labelled, expected_label=False).first().run
     true_run.refresh_from_db(), false_run.refresh_from_db()
@@ -87,3 +87,30 @@ def test_an_agent_evaluation_without_a_confidence_model_is_warned_how_to_activat
     assert "manage.py calibrate --import verifier/data/confidence_model.json" in warning
     confidence.seed_if_none()
     assert confidence.unweighed_warning(world_kg.pk) == ""
+
+
+def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_agent_runs(world_kg, labelled):
+    """60 evidence-mode runs (no model answer, no judged sentence) join the 40 agent runs: all inform the
+    structural weight; the agent runs alone carry the model's features."""
+    rng = random.Random(1)
+    evaluation = Evaluation.objects.create(name="evidence-runs", kg=world_kg, benchmark="codex-s", sample_size=60, mode="evidence")
+    entities, relations = list(world_kg.entities.all()), list(world_kg.relations.all())
+    triples = [(h, r, t) for h, r, t in itertools.product(entities, relations, entities) if h != t][40:100]
+    for position, (head, relation, tail) in enumerate(triples):
+        label = position % 2 == 0
+        task = VerificationTask.objects.create(kg=world_kg, head=head, relation=relation, tail=tail)
+        run = Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict="not_enough_evidence",
+                                 config={"mode": "evidence"}, assessment={"agent_verdict": ""})
+        probability = min(0.99, max(0.01, (0.7 if label else 0.35) + rng.uniform(-0.25, 0.25)))
+        SupportItem.objects.create(run=run, key="E1", kind=SupportItem.Kind.PLAUSIBILITY, text="plausibility",
+                                   payload={"probability": probability, "model": None})
+        EvaluationItem.objects.create(evaluation=evaluation, task=task, expected_label=label, position=position, run=run)
+
+    pairs = confidence.labelled_runs(evaluations=["fit-runs", "evidence-runs"])
+    assert len(pairs) == 100
+    evidence_vectors = [confidence.stored_evidence(run).vector() for run, _ in pairs if run.config.get("mode") == "evidence"]
+    assert len(evidence_vectors) == 60 and all(v[0] == 0.0 for v in evidence_vectors)  # no model answered
+    fitted = confidence.fit(pairs, kg=world_kg, source="pooled")
+    assert fitted.n == 100 and fitted.cross_validated["agent_runs"] == 40
+    assert fitted.model.coefficients[confidence.FEATURES.index("structural_logit")] > 0
+    assert fitted.cross_validated["answer_accuracy"] == 0.5  # the agent answered Correct to every triple

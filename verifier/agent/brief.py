@@ -107,9 +107,11 @@ class BriefWriter:
         self._neighbours(gathered.first("KG_Neighbor"))
         self._plain_section(f"Connections between {c.head_label} and {c.tail_label}:", gathered.first("KG_Path"), limit=MAX_PATHS)
         if judged:
-            self.section("Text (each sentence judged against the claim):")
+            unjudged = not any(judgment for _, judgment in judged)
+            self.section("Text (the sentences most relevant to the claim):" if unjudged else
+                         "Text (each sentence judged against the claim):")
             for item, judgment in judged:
-                self.item(item, f'{judgment}: "{item.text}" ({item.payload.get("title", "")})')
+                self.item(item, f'{judgment + ": " if judgment else ""}"{item.text}" ({item.payload.get("title", "")})')
         return "\n".join(self.lines)
 
     def _plain_section(self, title: str, result: ToolResult | None, *, limit: int) -> None:

@@ -53,8 +53,9 @@ def judge_sentence(inv: Investigation, item: EvidenceItem) -> tuple[str, int, in
     return judgment, completion.prompt_tokens, completion.completion_tokens
 
 
-def _brief(inv: Investigation) -> Iterator[AgentStep]:
-    """The brief's action and its observation (with the reading calls' tokens)."""
+def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
+    """The brief's action and its observation (with the reading calls' tokens); ``judge=False`` lists the most
+    relevant sentences without asking a model about them."""
     claim = inv.claim
     arguments = {"head": claim.head, "relation": claim.relation, "tail": claim.tail}
     yield AgentStep("action", f"Evidence_Brief({claim.head}, {claim.relation}, {claim.tail})", tool="Evidence_Brief",
@@ -64,6 +65,9 @@ def _brief(inv: Investigation) -> Iterator[AgentStep]:
     sentences = gathered.results.pop("Read_Sentences", [])
     judged, prompt_tokens, completion_tokens = [], 0, 0
     for item in (sentences[0].items if sentences else []):
+        if not judge:
+            judged.append((item, ""))
+            continue
         judgment, used_in, used_out = judge_sentence(inv, item)
         prompt_tokens, completion_tokens = prompt_tokens + used_in, completion_tokens + used_out
         judged.append((EvidenceItem(item.kind, item.text, {**item.payload, "judgment": judgment}, item.source,
@@ -74,6 +78,14 @@ def _brief(inv: Investigation) -> Iterator[AgentStep]:
         inv.done_calls[call.casefold()] = [i.key for i in writer.items]
     yield AgentStep("observation", inv.brief_text, tool="Evidence_Brief", items=writer.items, prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+
+
+def weigh_brief(inv: Investigation) -> Iterator[AgentStep]:
+    """The evidence mode: the brief's tools, their evidence weighed with no language model asked (the
+    sentences are found, not judged). What the agent's model adds is the difference to this row; and since
+    a verification costs a second, it labels enough runs to fit the weighing's evidence features."""
+    yield from _brief(inv, judge=False)
+    yield inv.verdict(FinalAnswer("", "no language model was asked"), forced=False)
 
 
 def _opening(inv: Investigation) -> str:

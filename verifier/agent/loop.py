@@ -24,9 +24,10 @@ from verifier.agent.support import SupportSet
 from verifier.agent.weighing import Weigher, evidence_from, probe_logit, summary
 from verifier.tools.base import ToolResult
 
-MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules")
+MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence")
 # Baselines that decide from one structural tool's calibrated probability, without a language model.
 STRUCTURAL_MODES = {"kge": "KG_Plausibility", "rules": "KG_Rules"}
+MODEL_FREE_MODES = (*STRUCTURAL_MODES, "evidence")
 STOP = ["Observation:", "\nObservation", "[Observation]"]
 PROFILES = ("paper", "compact")
 
@@ -144,6 +145,8 @@ class Investigation:
             yield from self._self_consistency()
         elif mode in STRUCTURAL_MODES:
             yield from self._structural(STRUCTURAL_MODES[mode])
+        elif mode == "evidence":
+            yield from compact.weigh_brief(self)
         else:
             yield from self._rag()
 
@@ -298,7 +301,7 @@ class Investigation:
             verdict = self.impression
             note = note or "Abstention is off; the initial impression stands."
         explanation, confidence, assessment = final.explanation, None, {}
-        if self.config.mode == "agent" and verdict in ("correct", "incorrect"):
+        if self.config.mode == "evidence" or (self.config.mode == "agent" and verdict in ("correct", "incorrect")):
             verdict, explanation, confidence, assessment = self._weighed(verdict, explanation)
             valid = list(dict.fromkeys([*valid, *(k for keys in assessment.get("keys", {}).values() for k in keys)]))
         label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
@@ -311,16 +314,22 @@ class Investigation:
 
         The paper profile keeps the model's answer as the verdict; the compact profile's verdict is the weighed
         decision, because a small model cannot weigh evidence (it says Correct to most claims) but reads and
-        judges sentences well. Without a fitted weighing the answer stands, with no confidence."""
+        judges sentences well. Without a fitted weighing the answer stands, with no confidence (the evidence
+        mode, which has no answer, then has no verdict either)."""
         evidence = evidence_from(((k.key, k.kind, k.payload) for k in self.support.items.values()), answer, self.answer_logit)
         assessment = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None}
         weights = self.weigher() if self.weigher is not None else None
         if weights is None:
-            return answer, explanation, None, assessment
+            if not answer:
+                explanation = "No fitted weighing is in force (manage.py calibrate), so the evidence alone decides nothing."
+            return answer or "not_enough_evidence", explanation, None, assessment
         p_true = weights.probability(evidence)
         assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id)
         verdict = answer
-        if self.config.profile == "compact":
+        if not answer:
+            verdict = "correct" if p_true >= 0.5 else "incorrect"
+            explanation = f"Without a language model, {summary(evidence, p_true)}."
+        elif self.config.profile == "compact":
             verdict = "correct" if p_true >= 0.5 else "incorrect"
             if verdict != answer:
                 explanation = (f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): "

@@ -17,8 +17,12 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+# Modes whose verdict is the run's evidence weighed: the agent, and the evidence brief alone ("evidence"),
+# which asks no language model and so labels enough runs, cheaply, to fit the weighing's evidence features.
+WEIGHED_MODES = ("agent", "evidence")
 FEATURES = ["agent_correct", "agent_logit", "structural_logit", "structural_missing", "rule_logit", "rule_missing",
             "supports", "contradicts", "mentioned", "relevance"]
+ANSWER_SIGN = {"correct": 1.0, "incorrect": -1.0}  # the model's answer as a feature; 0 when no model answered
 DISPUTE_MARGIN = 0.15  # the structural probability must sit this far on the other side of 0.5
 MAX_LOGIT = 6.0
 
@@ -32,7 +36,7 @@ def logit(p: float | None) -> float:
 
 @dataclass
 class Evidence:
-    agent_verdict: str  # the language model's own answer
+    agent_verdict: str  # the language model's own answer ("" in the evidence mode, which asks no model)
     agent_logit: float | None = None  # log P(Correct) − log P(Incorrect) of its one-word verdict (the probe)
     structural_probability: float | None = None
     rule_probability: float | None = None
@@ -43,7 +47,7 @@ class Evidence:
     keys: dict = field(default_factory=dict)  # feature → the evidence keys it came from
 
     def vector(self) -> list[float]:
-        return [1.0 if self.agent_verdict == "correct" else -1.0, self.agent_logit or 0.0,
+        return [ANSWER_SIGN.get(self.agent_verdict, 0.0), self.agent_logit or 0.0,
                 logit(self.structural_probability), float(self.structural_probability is None),
                 logit(self.rule_probability), float(self.rule_probability is None),
                 float(self.reading.get("supports", 0)), float(self.reading.get("contradicts", 0)),
@@ -129,7 +133,8 @@ def summary(evidence: Evidence, p_true: float) -> str:
     for judgment in ("supports", "contradicts"):
         if evidence.reading.get(judgment):
             parts.append(f"{evidence.reading[judgment]} sentence(s) that {judgment[:-1]} the claim {_keys(evidence, judgment)}")
-    parts.append(f"the model's own answer {evidence.agent_verdict.title()}")
+    if evidence.agent_verdict:
+        parts.append(f"the model's own answer {evidence.agent_verdict.title()}")
     return f"weighing {', '.join(parts)} gives a probability of {p_true:.2f} that the triple is true"
 
 

@@ -23,6 +23,7 @@ MODE_LABELS = {
     "rag": "Standard RAG",
     "kge": "KGE plausibility",
     "rules": "Mined rules",
+    "evidence": "Evidence brief, weighed (no LLM)",
 }
 
 
@@ -46,6 +47,7 @@ SUITE = (
     Configuration("rag"),
     Configuration("kge"),
     Configuration("rules"),
+    Configuration("evidence"),
 )
 
 

@@ -186,3 +186,27 @@ def test_a_plan_without_an_impression_goes_on_to_the_loop(task):
     run, requests = run_compact(task, reader("silent", plan=no_impression))
     assert any(r.messages[-1]["content"].startswith("Now verify") for r in requests)
     assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct"  # the loop's Final Answer
+
+
+def test_the_evidence_mode_weighs_the_brief_without_asking_a_model(task):
+    _fit_weights(relevance=2.0, mentioned=1.0)
+    run = start_run(task=task, config={"mode": "evidence"}, queue=False)
+    execute_run(run.pk)  # no model: a call would need an endpoint, and none is configured here
+    run.refresh_from_db()
+    kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
+    assert kinds == ["action", "observation", "verdict"] and run.status == Run.Status.SUCCEEDED
+    brief = run.steps.get(kind="observation").content
+    assert "Text (the sentences most relevant to the claim):" in brief and 'supports: "' not in brief
+    assert run.assessment["agent_verdict"] == "" and run.assessment["reading"] == {"supports": 0, "contradicts": 0, "silent": 0}
+    assert run.verdict == "correct" and run.assessment["p_true"] > 0.5  # σ(2 · relevance + mentioned) with relevance > 0
+    assert run.confidence == pytest.approx(run.assessment["p_true"], abs=1e-4)
+    assert run.explanation.startswith("Without a language model, weighing")
+    assert "the model's own answer" not in run.explanation
+
+
+def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_why(task):
+    run = start_run(task=task, config={"mode": "evidence"}, queue=False)
+    execute_run(run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED and run.verdict == "not_enough_evidence" and run.confidence is None
+    assert "No fitted weighing is in force (manage.py calibrate)" in run.explanation

@@ -14,7 +14,7 @@ from verifier.models import Run
 
 
 class Command(BaseCommand):
-    help = "Fit the verdict confidence model on labelled agent runs and re-assess finished runs."
+    help = "Fit the verdict confidence model on labelled agent and evidence-mode runs and re-assess finished runs."
 
     def add_arguments(self, parser):
         parser.add_argument("--evaluations", default="", help="comma-separated evaluation names whose runs are labelled")
@@ -49,10 +49,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         cv = fitted.cross_validated
         weights = ", ".join(f"{n} {c:+.2f}" for n, c in zip(fitted.model.features, fitted.model.coefficients, strict=True))
+        agent = (f"; on its {cv['agent_runs']} agent runs {cv['agent_combined_accuracy']:.1%}, where the model's own answers "
+                 f"were right {cv['answer_accuracy']:.1%}" if cv["agent_runs"] else "")
         self.stdout.write(self.style.SUCCESS(
-            f"Confidence model #{fitted.model.pk} fitted on {fitted.n} labelled runs ({source}): cross-validated ECE "
-            f"{cv['ece']:.3f}; on these runs the verdicts were right {cv['verdict_accuracy']:.1%} of the time, the model's "
-            f"own answers {cv['answer_accuracy']:.1%}, the weighed evidence {cv['combined_accuracy']:.1%}.\n"
+            f"Confidence model #{fitted.model.pk} fitted on {fitted.n} labelled runs ({source}). Cross-validated: the "
+            f"weighed evidence is right {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}{agent}.\n"
             f"  weights: {weights}; intercept {fitted.model.intercept:+.2f}"))
         if options["export"]:
             confidence.export_model(fitted.model, options["export"])
@@ -70,4 +71,4 @@ class Command(BaseCommand):
             self._reassess(Run.objects.all())
 
     def _reassess(self, runs) -> None:
-        self.stdout.write(f"Re-assessed {confidence.reassess(runs)} finished agent runs.")
+        self.stdout.write(f"Re-assessed {confidence.reassess(runs)} finished weighed runs (agent and evidence mode).")

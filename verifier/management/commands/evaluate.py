@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
 from verifier.agent.loop import MODES
+from verifier.agent.weighing import WEIGHED_MODES
 from verifier.evaluation import reports
 from verifier.evaluation.configs import parse_ablations
 from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
@@ -68,7 +69,7 @@ class Command(BaseCommand):
         else:
             evaluation = self._prepare(options)
         concurrency = options["concurrency"] or evaluation.concurrency
-        if evaluation.mode == "agent" and (warning := confidence.unweighed_warning(evaluation.kg_id)):
+        if evaluation.mode in WEIGHED_MODES and (warning := confidence.unweighed_warning(evaluation.kg_id)):
             self.stdout.write(self.style.WARNING(warning))
         try:
             wait_for_model(evaluation.kg, log=self.stdout.write)

@@ -7,7 +7,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier.agent.loop import MODES
+from verifier.agent.loop import MODEL_FREE_MODES, MODES
 from verifier.models import KnowledgeGraph, Run, Step, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
@@ -64,7 +64,8 @@ class Command(BaseCommand):
         else:
             from kgv_web.embedded_llm import provide_local_llm
 
-            provide_local_llm()  # no LLM_BASE_URL: the embedded local model, stopped when this command ends
+            if options["mode"] not in MODEL_FREE_MODES:
+                provide_local_llm()  # no LLM_BASE_URL: the embedded local model, stopped when this command ends
             run = execute_run(run.pk, on_step=self._print)
         run.refresh_from_db()
         if run.status != Run.Status.SUCCEEDED:
