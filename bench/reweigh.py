@@ -1,0 +1,82 @@
+"""What an evaluation's weighed runs would conclude under the confidence model in force, without running them again.
+
+A compact-profile verdict is the run's stored evidence weighed (verifier/agent/weighing.py), so after a refit
+(``manage.py calibrate``) the verdicts an earlier agent or evidence evaluation would now give follow from its
+stored runs: the language model's outputs are the same, only the weights changed. Triples a calibration, the
+confidence model or the memory bank was fitted on are left out (the new fit may have taken some of them), so the
+figures stay held-out. Prints accuracy with its Wilson 95% interval, F1, and the ECE of the new confidences;
+changes nothing.
+
+    DEBUG=1 .venv/bin/python bench/reweigh.py codex-compact-heldout-v4 [more evaluation names]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kgv_web.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from scipy.stats import binomtest  # noqa: E402
+
+from verifier import confidence  # noqa: E402
+from verifier.agent.weighing import WEIGHED_MODES  # noqa: E402
+from verifier.evaluation import metrics  # noqa: E402
+from verifier.evaluation.outcomes import collect, latest_items  # noqa: E402
+from verifier.models import Evaluation  # noqa: E402
+
+
+def reweighed(evaluation: Evaluation) -> tuple[list[metrics.Outcome], int]:
+    """(held-out outcomes with the verdicts and confidences the weights in force give, how many were left out
+    as fitted)."""
+    model = confidence.active_model(evaluation.kg_id)
+    if model is None:
+        raise SystemExit("no confidence model is active: fit one with manage.py calibrate")
+    weights = confidence.weights_of(model)
+    runs = {item.task_id: item.run for item in latest_items(evaluation) if item.run is not None and item.run.is_finished}
+    outcomes, _ = collect(evaluation)
+    kept, fitted = [], 0
+    for outcome in outcomes:
+        if outcome.fitted:
+            fitted += 1
+            continue
+        run = runs[outcome.triple]
+        if outcome.verdict in ("correct", "incorrect") or (outcome.verdict and run.config.get("mode") == "evidence"):
+            p_true = weights.probability(confidence.stored_evidence(run))
+            verdict = "correct" if p_true >= 0.5 else "incorrect"
+            outcome = dataclasses.replace(outcome, verdict=verdict, confidence=p_true if verdict == "correct" else 1 - p_true)
+        kept.append(outcome)
+    return kept, fitted
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("evaluations", nargs="+", help="evaluation names (agent or evidence mode)")
+    args = parser.parse_args()
+    for name in args.evaluations:
+        evaluation = Evaluation.objects.filter(name=name).first()
+        if evaluation is None:
+            raise SystemExit(f"no evaluation named {name!r}")
+        if evaluation.mode not in WEIGHED_MODES:
+            raise SystemExit(f"{name} is a {evaluation.mode} evaluation; only {', '.join(WEIGHED_MODES)} runs are weighed")
+        outcomes, fitted = reweighed(evaluation)
+        figures = metrics.compute(outcomes)
+        n, right = len(outcomes), sum(o.right for o in outcomes)
+        low, high = binomtest(right, n).proportion_ci(method="wilson") if n else (0.0, 0.0)
+        calibration = figures["calibration"] or {}
+        print(f"{name}: {n} held-out verifications ({fitted} left out as fitted), re-weighed with confidence model "
+              f"#{confidence.active_model(evaluation.kg_id).pk}: accuracy {figures['accuracy']:.1%} (Wilson 95% "
+              f"{low:.1%}–{high:.1%}), F1 {figures['f1']:.1%}, P {figures['precision']:.1%}, R {figures['recall']:.1%}, "
+              f"ECE {calibration.get('ece', float('nan')):.3f}")
+
+
+if __name__ == "__main__":
+    main()
