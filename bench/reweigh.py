@@ -28,7 +28,7 @@ django.setup()
 from scipy.stats import binomtest  # noqa: E402
 
 from verifier import confidence  # noqa: E402
-from verifier.agent.weighing import WEIGHED_MODES  # noqa: E402
+from verifier.agent.weighing import WEIGHED_MODES, decided  # noqa: E402
 from verifier.evaluation import metrics  # noqa: E402
 from verifier.evaluation.outcomes import collect, latest_items  # noqa: E402
 from verifier.models import Evaluation  # noqa: E402
@@ -36,25 +36,24 @@ from verifier.models import Evaluation  # noqa: E402
 
 def reweighed(evaluation: Evaluation) -> tuple[list[metrics.Outcome], int]:
     """(held-out outcomes with the verdicts and confidences the weights in force give, how many were left out
-    as fitted)."""
+    as fitted). As in a run (Investigation._weighed): a compact or evidence-mode verdict is the weighed
+    decision; a paper-profile verdict is the model's answer and only its confidence changes."""
     model = confidence.active_model(evaluation.kg_id)
     if model is None:
         raise SystemExit("no confidence model is active: fit one with manage.py calibrate")
     weights = confidence.weights_of(model)
     runs = {item.task_id: item.run for item in latest_items(evaluation) if item.run is not None and item.run.is_finished}
     outcomes, _ = collect(evaluation)
-    kept, fitted = [], 0
-    for outcome in outcomes:
-        if outcome.fitted:
-            fitted += 1
-            continue
+    kept = [o for o in outcomes if not o.fitted]
+    for i, outcome in enumerate(kept):
         run = runs[outcome.triple]
-        if outcome.verdict in ("correct", "incorrect") or (outcome.verdict and run.config.get("mode") == "evidence"):
-            p_true = weights.probability(confidence.stored_evidence(run))
-            verdict = "correct" if p_true >= 0.5 else "incorrect"
-            outcome = dataclasses.replace(outcome, verdict=verdict, confidence=p_true if verdict == "correct" else 1 - p_true)
-        kept.append(outcome)
-    return kept, fitted
+        weighed = run.config.get("mode") == "evidence" or run.config.get("profile") == "compact"
+        if outcome.verdict is None or not (weighed or outcome.verdict in ("correct", "incorrect")):
+            continue  # failed, or an abstention the weighing does not revisit
+        p_true = weights.probability(confidence.stored_evidence(run))
+        verdict, sure = decided(p_true) if weighed else (outcome.verdict, p_true if outcome.verdict == "correct" else 1 - p_true)
+        kept[i] = dataclasses.replace(outcome, verdict=verdict, confidence=sure)
+    return kept, len(outcomes) - len(kept)
 
 
 def main() -> None:

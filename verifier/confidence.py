@@ -57,8 +57,8 @@ def stored_evidence(run: Run) -> Evidence:
     items = SupportItem.objects.filter(run=run, kind__in=[SupportItem.Kind.PLAUSIBILITY, SupportItem.Kind.RULE,
                                                           SupportItem.Kind.PASSAGE]).values_list("key", "kind", "payload")
     assessment = run.assessment or {}
-    answer = "" if run.config.get("mode") == "evidence" else assessment.get("agent_verdict") or run.verdict
-    return evidence_from(items, answer, assessment.get("agent_logit"))
+    # "" when no model answered (the evidence mode); runs stored before the assessment existed: their verdict
+    return evidence_from(items, assessment.get("agent_verdict", run.verdict), assessment.get("agent_logit"))
 
 
 @dataclass
@@ -138,7 +138,8 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     x = np.array([stored_evidence(run).vector() for run, _ in pairs])
     y = np.array([label for _, label in pairs], dtype=int)
     truth = y.astype(bool)
-    answered = x[:, 0] != 0  # runs where a language model gave its own answer (agent runs)
+    answers = x[:, FEATURES.index("agent_correct")]  # ±1 where a language model answered (agent runs), else 0
+    answered = answers != 0
     out_of_fold = np.zeros(len(y))
     folds = StratifiedKFold(n_splits=min(5, int(np.bincount(y).min())), shuffle=True, random_state=0)
     for train, held in folds.split(x, y):
@@ -148,7 +149,7 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
                        "combined_accuracy": round(float(weighed_right.mean()), 4),
                        "agent_runs": int(answered.sum()),
                        "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
-                       "answer_accuracy": round(float(((x[answered, 0] > 0) == truth[answered]).mean()), 4) if answered.any() else None}
+                       "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None}
     final = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
     with transaction.atomic():
         ConfidenceModel.objects.filter(active=True, kg=kg).update(active=False)

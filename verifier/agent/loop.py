@@ -21,7 +21,7 @@ from verifier.agent.llm import LLM, Completion
 from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_plan, parse_step
 from verifier.agent.steps import AgentStep, Claim, Memory
 from verifier.agent.support import SupportSet
-from verifier.agent.weighing import Weigher, evidence_from, probe_logit, summary
+from verifier.agent.weighing import Weigher, decided, evidence_from, probe_logit, summary
 from verifier.tools.base import ToolResult
 
 MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence")
@@ -325,16 +325,14 @@ class Investigation:
             return answer or "not_enough_evidence", explanation, None, assessment
         p_true = weights.probability(evidence)
         assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id)
-        verdict = answer
+        if answer and self.config.profile != "compact":
+            return answer, explanation, p_true if answer == "correct" else 1 - p_true, assessment
+        verdict, confidence = decided(p_true)
         if not answer:
-            verdict = "correct" if p_true >= 0.5 else "incorrect"
             explanation = f"Without a language model, {summary(evidence, p_true)}."
-        elif self.config.profile == "compact":
-            verdict = "correct" if p_true >= 0.5 else "incorrect"
-            if verdict != answer:
-                explanation = (f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): "
-                               f"{summary(evidence, p_true)}.")
-        return verdict, explanation, (p_true if verdict == "correct" else 1 - p_true), assessment
+        elif verdict != answer:
+            explanation = f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): {summary(evidence, p_true)}."
+        return verdict, explanation, confidence, assessment
 
     def judgment(self, messages: list[dict], reason: str = "step limit reached") -> Iterator[AgentStep]:
         started = time.perf_counter()

@@ -120,6 +120,11 @@ class Weights:
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+def decided(p_true: float) -> tuple[str, float]:
+    """The weighed verdict for P(true) and its confidence, the probability that the verdict is right."""
+    return ("correct", p_true) if p_true >= 0.5 else ("incorrect", 1 - p_true)
+
+
 Weigher = Callable[[], Weights | None]  # the weighing in force for this run, if one is fitted
 
 
