@@ -19,6 +19,7 @@ from django.db import transaction
 
 from verifier.models import Run, Step
 from verifier.realtime.events import RunStatusMessage, StepMessage, run_group
+from verifier.retrying import Transient, call_with_retries
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class _PublisherLoop:
 _publisher = _PublisherLoop()
 
 
-SEND_ATTEMPTS = 3  # after a Redis restart the first sends meet the pool's dead connections, each then replaced
+SEND_RETRIES = 2  # after a Redis restart the first sends meet the pool's dead connections, each then replaced
 
 
 def send_to_group(group: str, message: dict) -> None:
@@ -88,15 +89,17 @@ def send_to_group(group: str, message: dict) -> None:
     fails is logged, not raised: the step is committed and followers catch up from the database."""
     if get_channel_layer() is None:
         return
-    for attempt in range(1, SEND_ATTEMPTS + 1):
+
+    def attempt() -> None:
         try:
             _publisher.submit(group, message).result(timeout=SEND_TIMEOUT_SECONDS)
-            return
-        except Exception:  # noqa: BLE001 - a lost broadcast must never fail the run that produced it
-            if attempt == SEND_ATTEMPTS:
-                logger.exception("could not broadcast %s to %s", message.get("type"), group)
-            else:
-                logger.warning("broadcast of %s to %s failed; sending again", message.get("type"), group, exc_info=True)
+        except Exception as error:  # noqa: BLE001 - any failed send may succeed on a fresh connection
+            raise Transient(f"{type(error).__name__}: {error}") from error
+
+    try:
+        call_with_retries(attempt, retries=SEND_RETRIES, backoff=0.05, cap=0.5, what=f"broadcast of {message.get('type')} to {group}")
+    except Transient:  # a lost broadcast must never fail the run that produced it
+        logger.exception("could not broadcast %s to %s", message.get("type"), group)
 
 
 def publish_step(step: Step) -> None:
