@@ -2,7 +2,8 @@
 
 An evaluation's runs go through the same path as a curator's (start_run → Celery → execute_run).
 When no worker answers a ping, the evaluation starts its own (thread pool, ``concurrency`` threads)
-with the embedded local model when no LLM endpoint is configured, and stops both when it ends.
+with the embedded local model when no LLM endpoint is configured and the runs ask a model, and stops both
+when it ends.
 """
 
 from __future__ import annotations
@@ -58,19 +59,19 @@ def _interrupt(signum, frame):
 
 
 @contextmanager
-def worker_pool(concurrency: int, *, log=print) -> Iterator[str]:
+def worker_pool(concurrency: int, *, log=print, needs_model: bool = True) -> Iterator[str]:
     """Yield a description of the workers serving this process's runs (see the module docstring).
 
     SIGTERM interrupts like Ctrl-C does, so a stopped evaluation is recorded as interrupted and the
     worker and model it started are stopped too."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        yield from _workers(concurrency, log)
+        yield from _workers(concurrency, log, needs_model)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _workers(concurrency: int, log) -> Iterator[str]:
+def _workers(concurrency: int, log, needs_model: bool) -> Iterator[str]:
     existing = live_workers()
     if existing:
         log(f"Using the running Celery worker(s): {', '.join(existing)}")
@@ -78,7 +79,8 @@ def _workers(concurrency: int, log) -> Iterator[str]:
         return
     from kgv_web.embedded_llm import provide_local_llm
 
-    provide_local_llm()  # the embedded model, unless LLM_BASE_URL names an endpoint; the worker inherits it
+    if needs_model:  # the embedded model, unless LLM_BASE_URL names an endpoint; the worker inherits it
+        provide_local_llm()
     hostname = f"kgv-eval-{os.getpid()}@localhost"
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "threads",
@@ -90,7 +92,7 @@ def _workers(concurrency: int, log) -> Iterator[str]:
         while not app.control.ping(destination=[hostname], timeout=0.5):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Celery worker {hostname} did not start (exit status {process.poll()})")
-        endpoint = os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
+        endpoint = (os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL) if needs_model else "none (no run asks a model)"
         log(f"Started Celery worker {hostname} ({concurrency} threads); LLM endpoint {endpoint}")
         yield hostname
     finally:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, Triple
-from verifier.structure import scoring
+from verifier.structure import described, scoring
 from verifier.structure.calibration import RelationCalibrator
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
 
@@ -37,12 +37,24 @@ class SideRanking:
 
 
 @dataclass
+class TextEvidence:
+    """What the entities' own text says (verifier/structure/described.py), in labels."""
+
+    share: float  # similarity-weighted share of the head's description neighbours that hold the tail
+    neighbours: int  # how many neighbours (entities described like the head that have the relation) voted
+    holders: list[str]  # labels of the neighbours that hold the tail, most similar first
+    tail_named: bool  # the head's text names the tail
+    head_named: bool  # the tail's text names the head
+
+
+@dataclass
 class PlausibilityReport:
     model: StructuralModel
     probability: float | None
     features: list[float]
     tail: SideRanking
     head: SideRanking
+    text: TextEvidence
 
 
 class StructuralEvidence:
@@ -92,7 +104,15 @@ class StructuralEvidence:
             model, result.probability, result.features,
             self._side(result.tail, lambda alt: (head_row, relation_row, alt)),
             self._side(result.head, lambda alt: (alt, relation_row, tail_row)),
+            self._text(result.text),
         )
+
+    @staticmethod
+    def _text(text: described.Described, shown: int = 3) -> TextEvidence:
+        holders = text.tail_vote.holding[:shown]
+        labels = dict(Entity.objects.filter(pk__in=holders).values_list("pk", "label"))
+        return TextEvidence(text.tail_vote.share, len(text.tail_vote.neighbours), [labels.get(pk, "") for pk in holders],
+                            text.tail_named, text.head_named)
 
     def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:
         """The model learnt this triple. Only a triple queued for verification gets a model trained without it

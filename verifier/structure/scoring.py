@@ -6,11 +6,13 @@ among the *type-compatible* candidates only — entities sharing a declared type
 (domain, for heads), or, in a KG without types, entities seen in that role of the relation — so "ranked
 3rd of 40 languages" says how the tail fares against its real competitors.
 
-The calibration maps six features of a triple to a probability (FEATURES): both log-probabilities; both
-again among the values the KG does not already hold ("new": the head's other tails for the relation are
-taken out of the softmax, so a person with three known citizenships is not held against a fourth); and
-the log of both ranks. On CoDEx-S the new-value probabilities and ranks add about three points of
-relation-matched accuracy to the plain log-probabilities (docs/structure.md).
+The calibration maps eleven features of a triple to a probability (FEATURES). Six are the embedding's:
+both log-probabilities; both again among the values the KG does not already hold ("new": the head's other
+tails for the relation are taken out of the softmax, so a person with three known citizenships is not held
+against a fourth); and the log of both ranks. Five are what the entities' own text says
+(verifier/structure/described.py): the votes of the entities described most like the head (the tail) and
+whether either text names the other end. On CoDEx-S the new-value probabilities and ranks add about three
+points of relation-matched accuracy to the plain log-probabilities, the text about seven (docs/structure.md).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import numpy as np
 import torch
 
 from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
-from verifier.structure import kge
+from verifier.structure import described, kge
 from verifier.structure.calibration import RelationCalibrator
 from verifier.structure.dataset import kg_triples
 
-FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
+EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
+FEATURES = EMBEDDING_FEATURES + described.FEATURES
 ALTERNATIVES = 3
 
 
@@ -52,6 +55,7 @@ class Plausibility:
     features: list[float]
     tail: Ranked
     head: Ranked
+    text: described.Described  # what the entities' own text says (verifier/structure/described.py)
 
 
 class LoadedModel:
@@ -131,7 +135,11 @@ class LoadedModel:
                 self._known = {"tail": _grouped(idx[:, :2], idx[:, 2]), "head": _grouped(idx[:, 1:], idx[:, 0])}
             return self._known[side]
 
+    def text(self) -> described.DescriptionIndex:
+        return described.index_for(self._kg_id, self._version)
+
     def _features(self, tail_lp: np.ndarray, head_lp: np.ndarray, h: int, r: int, t: int) -> list[float]:
+        """The embedding's features of the triple at indices (h, r, t)."""
         relation_row = int(self.relation_rows[r])
         none = np.empty(0, dtype=np.int64)
         return [float(tail_lp[t]), float(head_lp[h]),
@@ -145,14 +153,16 @@ class LoadedModel:
         if h is None or r is None or t is None:
             return None
         tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
-        features = self._features(tail_lp, head_lp, h, r, t)
+        text = self.text().described(head_row, relation_row, tail_row)
+        features = self._features(tail_lp, head_lp, h, r, t) + text.features()
         probability = self.calibrator.probability(features, str(relation_row)) if self.calibrator else None
         return Plausibility(probability, features, self._ranked(tail_lp, t, self.candidates(relation_row, "tail")),
-                            self._ranked(head_lp, h, self.candidates(relation_row, "head")))
+                            self._ranked(head_lp, h, self.candidates(relation_row, "head")), text)
 
     def features(self, triples: np.ndarray) -> np.ndarray:
         """(n, len(FEATURES)) features of many row-id triples at once (calibration, evaluation)."""
         out = np.zeros((len(triples), len(FEATURES)))
+        text = self.text()
         with torch.inference_mode():
             for start in range(0, len(triples), 512):
                 batch = triples[start:start + 512]
@@ -161,8 +171,8 @@ class LoadedModel:
                 tensor = torch.as_tensor(idx, dtype=torch.long)
                 tails = torch.log_softmax(self.network.predict_t(tensor[:, :2]), dim=1).numpy()
                 heads = torch.log_softmax(self.network.predict_h(tensor[:, 1:]), dim=1).numpy()
-                for row, (h, r, t) in enumerate(idx.tolist()):
-                    out[start + row] = self._features(tails[row], heads[row], h, r, t)
+                for row, ((h, r, t), rows) in enumerate(zip(idx.tolist(), batch.tolist(), strict=True)):
+                    out[start + row] = self._features(tails[row], heads[row], h, r, t) + text.described(*rows).features()
         return out
 
 

@@ -1,10 +1,11 @@
-"""KG_Plausibility: how plausible the graph's embedding model finds a triple, as a calibrated probability,
-with the ranks of the tail and the head among their type-compatible competitors and the alternatives
-the model prefers."""
+"""KG_Plausibility: how plausible a triple is by the graph's embedding model and the entities' own text, as
+one calibrated probability, with the ranks of the tail and the head among their type-compatible
+competitors, the alternatives the model prefers, what the entities described like the head hold, and
+whether either entity's text names the other."""
 
 from __future__ import annotations
 
-from verifier.structure.evidence import PlausibilityReport, SideRanking, Unavailable
+from verifier.structure.evidence import PlausibilityReport, SideRanking, TextEvidence, Unavailable
 from verifier.tools.base import EvidenceItem, ToolContext, ToolResult
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
 from verifier.tools.registry import tool
@@ -18,6 +19,14 @@ def _alternatives(side: SideRanking) -> str:
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
+
+
+def _neighbours_line(text: TextEvidence, head: Resolved, relation: Resolved, tail: Resolved) -> str:
+    if not text.neighbours:
+        return f"No entity with a known {relation.label} has a text to compare with {head.label}'s"
+    holding = (f"{len(text.holders)} {'has' if len(text.holders) == 1 else 'have'} {tail.label} ({text.share:.0%} by "
+               f"similarity): {', '.join(text.holders)}" if text.holders else f"none has {tail.label}")
+    return f"Of the {text.neighbours} entities described most like {head.label} with a known {relation.label}, {holding}"
 
 
 def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, tail: Resolved, source: str) -> ToolResult:
@@ -34,16 +43,24 @@ def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, 
                  f"({head.label}, {relation.label}, ?); the model prefers: {_alternatives(report.tail)}")
     head_line = (f"{head.label} ranks {_ordinal(report.head.rank)} of {report.head.candidates} type-compatible candidates for "
                  f"(?, {relation.label}, {tail.label}); the model prefers: {_alternatives(report.head)}")
+    text = report.text
+    neighbours_line = _neighbours_line(text, head, relation, tail)
+    named_line = (f"The text about {head.label} {'names' if text.tail_named else 'does not name'} {tail.label}; the text "
+                  f"about {tail.label} {'names' if text.head_named else 'does not name'} {head.label}")
     items = [
         EvidenceItem("plausibility", verdict_line, {**ids, "probability": report.probability, "features": report.features}, source),
         EvidenceItem("plausibility", tail_line, {**ids, "side": "tail", "rank": report.tail.rank,
                                                  "candidates": report.tail.candidates}, source),
+        EvidenceItem("plausibility", neighbours_line, {**ids, "side": "described", "share": round(text.share, 3),
+                                                       "neighbours": text.neighbours, "holders": text.holders}, source),
+        EvidenceItem("plausibility", named_line, {**ids, "side": "named", "tail_named": text.tail_named,
+                                                  "head_named": text.head_named}, source),
         EvidenceItem("plausibility", head_line, {**ids, "side": "head", "rank": report.head.rank,
                                                  "candidates": report.head.candidates}, source),
     ]
-    header = (f"Structural evidence from {model.description} (trained without this triple; a score, not a fact "
-              f"stated by the KG):")
-    return ToolResult("\n".join([header, verdict_line, tail_line, head_line]), items)
+    header = (f"Structural evidence from {model.description} and the entities' text (trained without this triple; "
+              f"a score, not a fact stated by the KG):")
+    return ToolResult("\n".join([header, *(item.text for item in items)]), items)
 
 
 @tool("KG_Plausibility", category="structural")

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
-from verifier.agent.loop import MODES
+from verifier.agent.loop import MODEL_FREE_MODES, MODES
 from verifier.agent.weighing import WEIGHED_MODES
 from verifier.evaluation import reports
 from verifier.evaluation.configs import parse_ablations
@@ -73,7 +73,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(warning))
         try:
             wait_for_model(evaluation.kg, log=self.stdout.write)
-            with worker_pool(concurrency, log=self.stdout.write):
+            with worker_pool(concurrency, log=self.stdout.write, needs_model=evaluation.mode not in MODEL_FREE_MODES):
                 drive(evaluation, concurrency=concurrency, progress=not options["no_progress"], force=options["force"],
                       log=self.stdout.write)
         except (EvaluationError, TrainingError) as exc:

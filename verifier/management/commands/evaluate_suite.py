@@ -12,6 +12,7 @@ from pathlib import Path
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from verifier.agent.loop import MODEL_FREE_MODES
 from verifier.evaluation import reports
 from verifier.evaluation.configs import SUITE
 from verifier.evaluation.datasets import DATASETS, BenchmarkError
@@ -67,7 +68,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
         evaluations = []
         try:
-            with worker_pool(options["concurrency"], log=self.stdout.write):
+            needs_model = any(by_slug[slug].mode not in MODEL_FREE_MODES for slug in configs)
+            with worker_pool(options["concurrency"], log=self.stdout.write, needs_model=needs_model):
                 # Row by row of the table (each configuration on every benchmark), so an interrupted suite
                 # leaves complete rows.
                 for slug in configs:

@@ -1,0 +1,158 @@
+"""What the entities' own text says about a triple: description neighbours and mentions.
+
+Two signals the graph's embedding misses, read from the text a KG ships with its entities (short
+descriptions, encyclopedia passages):
+
+- **Description neighbours.** Among the entities whose text reads most like the head's (TF-IDF cosine,
+  scikit-learn) and that have the relation, how many — weighted by that similarity — hold the claimed
+  tail? Ten people described like an American actor say more about a citizenship or an occupation than
+  the head's few edges. The same from the tail's side: do the entities described like the tail have the
+  head? An entity is never its own neighbour, so the triple under test is never counted.
+- **Mentions.** Does the head's text name the tail (label or alias), does the tail's text name the head,
+  and what share of the tail label's content words occur in the head's text ("rock music" → "rock")?
+
+The five FEATURES join the embedding's in the plausibility calibration (verifier/structure/scoring.py),
+where each relation weighs them as its labelled triples say: a mention settles an occupation more often
+than a citizenship. On CoDEx-S they lift the cross-validated relation-matched accuracy of the
+calibration from 74% to 81% (docs/structure.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from verifier.models import Entity, Passage
+from verifier.structure.dataset import kg_triples
+
+NEIGHBOURS = 10
+VOTE_FLOOR = 0.02  # the log of a share is taken with this floor: "none of ten" is strong, not infinite, evidence
+FEATURES = ["log_vote_tail", "log_vote_head", "tail_named", "head_named", "tail_words"]
+LABEL_STOPWORDS = {"of", "the", "a", "an", "in", "for", "to", "by", "and", "or", "on", "at", "with", "from", "as",
+                   "music", "people", "language", "languages"}
+
+
+def entity_names(label: str, aliases: list[str]) -> list[str]:
+    """The ways a text names an entity: its label, its aliases longer than two characters, and each without a
+    qualifier ("Paris, Texas" → "Paris"), longest first."""
+    names = {label} | {a for a in aliases if len(a) > 2}
+    names |= {re.split(r"[,(]", n)[0].strip() for n in list(names) if n}
+    return sorted((n for n in names if n and len(n) > 1), key=len, reverse=True)
+
+
+def mention_pattern(names: list[str]) -> re.Pattern | None:
+    return re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b", re.IGNORECASE) if names else None
+
+
+def content_words(label: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z]+", label.lower()) if len(w) > 2 and w not in LABEL_STOPWORDS]
+
+
+@dataclass
+class Vote:
+    share: float  # similarity-weighted share of the neighbours that hold the value
+    neighbours: list[tuple[int, float, bool]] = field(default_factory=list)  # (entity row, similarity, holds it)
+
+    @property
+    def holding(self) -> list[int]:
+        return [row for row, _, holds in self.neighbours if holds]
+
+
+@dataclass
+class Described:
+    tail_vote: Vote  # the head's neighbours: do they have the tail?
+    head_vote: Vote  # the tail's neighbours: do they have the head?
+    tail_named: bool  # the head's text names the tail
+    head_named: bool  # the tail's text names the head
+    tail_words: float  # share of the tail label's content words in the head's text
+
+    def features(self) -> list[float]:
+        return [math.log(self.tail_vote.share + VOTE_FLOOR), math.log(self.head_vote.share + VOTE_FLOOR),
+                float(self.tail_named), float(self.head_named), self.tail_words]
+
+
+class DescriptionIndex:
+    """The entities' texts as TF-IDF vectors and the KG's values per (head, relation) and (relation, tail), by
+    entity and relation row ids. Built once per KG version and process (``index_for``)."""
+
+    def __init__(self, kg_id: int):
+        entities = list(Entity.objects.filter(kg_id=kg_id).order_by("pk").values_list("pk", "label", "description", "aliases"))
+        passages: dict[int, list[str]] = defaultdict(list)
+        for entity, text in Passage.objects.filter(kg_id=kg_id).values_list("entity_id", "text"):
+            passages[entity].append(text)
+        self.position = {pk: i for i, (pk, *_) in enumerate(entities)}
+        self.rows = [pk for pk, *_ in entities]
+        self.labels = {pk: label or "" for pk, label, _, _ in entities}
+        self.aliases = {pk: list(aliases or []) for pk, _, _, aliases in entities}
+        self.texts = [" ".join([description or "", *passages[pk]]).strip() for pk, _, description, _ in entities]
+        try:
+            self.vectors = TfidfVectorizer(sublinear_tf=True, min_df=2, stop_words="english").fit_transform(self.texts)
+        except ValueError:  # no text at all (or only stop words): no neighbours to ask
+            self.vectors = None
+        self.tails: dict[tuple[int, int], set[int]] = defaultdict(set)
+        self.heads: dict[tuple[int, int], set[int]] = defaultdict(set)
+        subjects: dict[int, set[int]] = defaultdict(set)
+        objects: dict[int, set[int]] = defaultdict(set)
+        for h, r, t in kg_triples(kg_id).tolist():
+            self.tails[(h, r)].add(t)
+            self.heads[(r, t)].add(h)
+            subjects[r].add(self.position[h])
+            objects[r].add(self.position[t])
+        self._subjects = {r: np.array(sorted(members)) for r, members in subjects.items()}
+        self._objects = {r: np.array(sorted(members)) for r, members in objects.items()}
+
+    def _vote(self, anchor: int, pool: np.ndarray | None, holds) -> Vote:
+        if self.vectors is None or pool is None or anchor not in self.position:
+            return Vote(0.0)
+        pool = pool[pool != self.position[anchor]]
+        if not len(pool):
+            return Vote(0.0)
+        similarity = (self.vectors[pool] @ self.vectors[self.position[anchor]].T).toarray().ravel()
+        top = np.argsort(-similarity, kind="stable")[:NEIGHBOURS]
+        top = top[similarity[top] > 0]
+        neighbours = [(self.rows[pool[i]], float(similarity[i]), holds(self.rows[pool[i]])) for i in top]
+        total = sum(s for _, s, _ in neighbours)
+        share = sum(s for _, s, held in neighbours if held) / total if total > 0 else 0.0
+        return Vote(share, neighbours)
+
+    def _named(self, text_of: int, named: int) -> bool:
+        pattern = _pattern(self, named)
+        return bool(pattern and text_of in self.position and pattern.search(self.texts[self.position[text_of]]))
+
+    def described(self, head: int, relation: int, tail: int) -> Described:
+        tail_vote = self._vote(head, self._subjects.get(relation), lambda e: tail in self.tails.get((e, relation), ()))
+        head_vote = self._vote(tail, self._objects.get(relation), lambda e: head in self.heads.get((relation, e), ()))
+        words = content_words(self.labels.get(tail, ""))
+        text = self.texts[self.position[head]].lower() if head in self.position else ""
+        share = sum(bool(re.search(r"\b" + w, text)) for w in words) / len(words) if words else 0.0
+        return Described(tail_vote, head_vote, self._named(head, tail), self._named(tail, head), share)
+
+
+@lru_cache(maxsize=65536)
+def _cached_pattern(names: tuple[str, ...]) -> re.Pattern | None:
+    return mention_pattern(list(names))
+
+
+def _pattern(index: DescriptionIndex, entity: int) -> re.Pattern | None:
+    return _cached_pattern(tuple(entity_names(index.labels.get(entity, ""), index.aliases.get(entity, []))))
+
+
+_INDEXES: dict[int, tuple[int, DescriptionIndex]] = {}  # KG row id → (version, its index)
+_BUILDING = threading.Lock()
+
+
+def index_for(kg_id: int, version: int) -> DescriptionIndex:
+    """The description index of a KG version, built once per process (a newer version replaces it)."""
+    with _BUILDING:
+        cached = _INDEXES.get(kg_id)
+        if cached is None or cached[0] != version:
+            cached = (version, DescriptionIndex(kg_id))
+            _INDEXES[kg_id] = cached
+        return cached[1]
