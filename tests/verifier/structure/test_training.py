@@ -12,6 +12,8 @@ from verifier.structure import scoring
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
 from verifier.structure.kge import KGEConfig
 from verifier.structure.training import train
+from verifier.tools.kg_plausibility import observation
+from verifier.tools.names import Resolved
 
 TINY = KGEConfig(dim=16, learning_rate=0.01, batch_size=64, entity_dropout=0.0, relation_dropout=0.0, max_epochs=120,
                  eval_every=40, patience=3, max_minutes=5)
@@ -103,6 +105,15 @@ def test_plausibility_ranks_the_true_country_among_countries_only(towns):
     assert report.tail.candidates == 8  # type-compatible tails: the countries
     assert report.head.candidates == 120  # type-compatible heads: the people
     assert len(report.tail.alternatives) == 3 and all(a.id.startswith("C") for a in report.tail.alternatives)
+    # Every person is described alike ("a person"), so the ten neighbours are ten other citizens, each voting.
+    assert report.text.neighbours == 10 and 0.0 <= report.text.share <= 1.0
+    assert len(report.text.holders) == min(3, round(report.text.share * 10))
+    head, relation, tail = (Resolved(e, label) for e, label in ((slice_triple.head.external_id, slice_triple.head.label),
+                                                                ("citizen_of", "citizen of"),
+                                                                (slice_triple.tail.external_id, slice_triple.tail.label)))
+    shown = observation(report, head, relation, tail, "towns").text
+    assert f"Of the 10 entities described most like {head.label} with a known citizen of" in shown
+    assert f"The text about {head.label} does not name {tail.label}" in shown
 
 
 def test_without_a_model_the_tool_says_why(towns):
