@@ -54,7 +54,10 @@ def test_training_holds_out_queued_triples_and_the_slice_then_calibrates(towns):
     queued = next(t for t in triples if t[1] == "citizen_of")
     h, r, t = _ids(kg, *queued)
     VerificationTask.objects.create(kg=kg, head_id=h, relation_id=r, tail_id=t)
-    model = train(kg, config=TINY)
+    reported: list[str] = []
+    model = train(kg, config=TINY, report=lambda fraction, stage: reported.append(stage))
+    # Progress (and so the heartbeat) comes during the epochs between two validations, not only at them.
+    assert "training: epoch 1/120, next validation after epoch 40" in reported
     assert model.status == StructuralModel.Status.READY and model.kg_version == kg.version and model.weights
     assert set(HeldOutTriple.objects.filter(model=model).values_list("reason", flat=True)) == {"queued", "calibration"}
     assert HeldOutTriple.objects.filter(model=model, head_id=h, relation_id=r, tail_id=t, reason="queued").exists()
