@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from verifier.evidence.base import EvidenceError
 from verifier.evidence.corpus import sentences
 from verifier.memory import encoder
+from verifier.structure.described import entity_names, mention_pattern
 from verifier.tools.base import EvidenceItem, ToolContext, ToolResult
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
 from verifier.tools.registry import tool
@@ -38,13 +39,7 @@ class Sentence:
 
 def _names(ctx: ToolContext, resolved: Resolved) -> list[str]:
     profile = ctx.kg.entity(resolved.id)
-    names = {resolved.label} | ({a for a in profile.aliases if len(a) > 2} if profile else set())
-    names |= {re.split(r"[,(]", n)[0].strip() for n in list(names) if n}
-    return sorted((n for n in names if n and len(n) > 1), key=len, reverse=True)
-
-
-def _mentions(names: list[str]) -> re.Pattern | None:
-    return re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b", re.IGNORECASE) if names else None
+    return entity_names(resolved.label, list(profile.aliases) if profile else [])
 
 
 def _candidates(ctx: ToolContext, head: Resolved, tail: Resolved, claim: str) -> list[Sentence]:
@@ -85,7 +80,7 @@ def rank(candidates: list[Sentence], claim: str, head: Resolved, tail: Resolved,
         return []
     vectors = encoder.encode([claim, *(s.text for s in candidates)])
     cosine = vectors[1:] @ vectors[0]
-    mention_head, mention_tail = _mentions(head_names), _mentions(tail_names)
+    mention_head, mention_tail = mention_pattern(head_names), mention_pattern(tail_names)
     words = {w for w in re.findall(r"[a-z]+", relation_label.lower()) if w not in STOPWORDS and len(w) > 2}
     scored = []
     for sentence, similarity in zip(candidates, cosine, strict=True):
