@@ -107,17 +107,27 @@ class DescriptionIndex:
             objects[r].add(self.position[t])
         self._subjects = {r: np.array(sorted(members)) for r, members in subjects.items()}
         self._objects = {r: np.array(sorted(members)) for r, members in objects.items()}
+        self._pools: dict[tuple[int, str], tuple[np.ndarray, object] | None] = {}
 
-    def _vote(self, anchor: int, pool: np.ndarray | None, holds) -> Vote:
-        if self.vectors is None or pool is None or anchor not in self.position:
+    def _pool(self, relation: int, side: str) -> tuple[np.ndarray, object] | None:
+        """The positions of the entities seen as the relation's subjects ("tail" side) or objects ("head"), and their
+        rows of the TF-IDF matrix (sliced once per relation and side: slicing is most of a vote's cost)."""
+        key = (relation, side)
+        if key not in self._pools:
+            positions = (self._subjects if side == "tail" else self._objects).get(relation)
+            self._pools[key] = None if positions is None or self.vectors is None else (positions, self.vectors[positions])
+        return self._pools[key]
+
+    def _vote(self, anchor: int, relation: int, side: str, holds) -> Vote:
+        pool = self._pool(relation, side)
+        if pool is None or anchor not in self.position:
             return Vote(0.0)
-        pool = pool[pool != self.position[anchor]]
-        if not len(pool):
-            return Vote(0.0)
-        similarity = (self.vectors[pool] @ self.vectors[self.position[anchor]].T).toarray().ravel()
+        positions, vectors = pool
+        similarity = (vectors @ self.vectors[self.position[anchor]].T).toarray().ravel()
+        similarity[positions == self.position[anchor]] = 0.0  # never its own neighbour
         top = np.argsort(-similarity, kind="stable")[:NEIGHBOURS]
         top = top[similarity[top] > 0]
-        neighbours = [(self.rows[pool[i]], float(similarity[i]), holds(self.rows[pool[i]])) for i in top]
+        neighbours = [(self.rows[positions[i]], float(similarity[i]), holds(self.rows[positions[i]])) for i in top]
         total = sum(s for _, s, _ in neighbours)
         share = sum(s for _, s, held in neighbours if held) / total if total > 0 else 0.0
         return Vote(share, neighbours)
@@ -127,8 +137,8 @@ class DescriptionIndex:
         return bool(pattern and text_of in self.position and pattern.search(self.texts[self.position[text_of]]))
 
     def described(self, head: int, relation: int, tail: int) -> Described:
-        tail_vote = self._vote(head, self._subjects.get(relation), lambda e: tail in self.tails.get((e, relation), ()))
-        head_vote = self._vote(tail, self._objects.get(relation), lambda e: head in self.heads.get((relation, e), ()))
+        tail_vote = self._vote(head, relation, "tail", lambda e: tail in self.tails.get((e, relation), ()))
+        head_vote = self._vote(tail, relation, "head", lambda e: head in self.heads.get((relation, e), ()))
         words = content_words(self.labels.get(tail, ""))
         text = self.texts[self.position[head]].lower() if head in self.position else ""
         share = sum(bool(re.search(r"\b" + w, text)) for w in words) / len(words) if words else 0.0
