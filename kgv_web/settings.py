@@ -45,6 +45,8 @@ if not (env_str("DATABASE_URL") and env_str("REDIS_URL")):
 DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql"))
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss"))
 DATABASES = {"default": database_from_url(DATABASE_URL)}
+# Named per process: an embedded server's owner keeps it running while other KGV processes use it.
+DATABASES["default"]["OPTIONS"].setdefault("application_name", embedded.application_name())
 
 # KG data and models.
 KGV_DATA_DIR = Path(env_str("KGV_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))

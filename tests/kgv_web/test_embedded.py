@@ -1,10 +1,12 @@
 import os
 
+import psycopg
 import pytest
 import redis
 from django.conf import settings
 from django.db import connection
 
+from kgv_web import embedded
 from kgv_web.embedded import EmbeddedRedis, _redis_answers
 
 
@@ -33,7 +35,8 @@ def test_redis_from_settings_answers():
     assert client.get("kgv:test") == b"ok"
 
 
-def test_embedded_redis_is_stopped_by_its_owner_and_only_attached_to_by_others(tmp_path):
+def test_embedded_redis_is_stopped_by_its_owner_and_only_attached_to_by_others(tmp_path, monkeypatch):
+    monkeypatch.setattr(embedded, "others_attached", lambda: 0)  # this suite's own workers may hold connections
     owner = EmbeddedRedis(tmp_path / "redis").start()
     assert owner.owned and _redis_answers(owner.port)
     guest = EmbeddedRedis(tmp_path / "redis").start()
@@ -48,3 +51,22 @@ def test_embedded_redis_is_stopped_by_its_owner_and_only_attached_to_by_others(t
 def test_services_started_by_settings_are_exported_to_child_processes():
     assert os.environ["DATABASE_URL"] == settings.DATABASE_URL
     assert os.environ["REDIS_URL"] == settings.REDIS_URL
+
+
+def test_an_owner_leaves_its_services_running_while_other_kgv_processes_use_them(tmp_path, monkeypatch):
+    owner = EmbeddedRedis(tmp_path / "redis").start()
+    monkeypatch.setattr(embedded, "others_attached", lambda: 1)
+    owner.stop()
+    assert _redis_answers(owner.port), "an evaluation in another terminal still needs the broker"
+    guest = EmbeddedRedis(tmp_path / "redis").start()
+    assert not guest.owned and guest.port == owner.port  # the next command attaches to what was left running
+    owner.process.terminate()
+    owner.process.wait(timeout=10)
+
+
+def test_connections_of_other_kgv_processes_are_counted_and_this_ones_are_not():
+    before = embedded.others_attached()
+    with psycopg.connect(os.environ["DATABASE_URL"], application_name=embedded.application_name()):
+        assert embedded.others_attached() == before
+    with psycopg.connect(os.environ["DATABASE_URL"], application_name="kgv-0"):
+        assert embedded.others_attached() == before + 1
