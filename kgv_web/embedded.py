@@ -209,7 +209,10 @@ class EmbeddedRedis:
             "--logfile", str(log),
             "--daemonize", "no",
         ]
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+        # Its own output goes to --logfile; it must not hold the starting command's stdout open (a server left
+        # running for other processes would keep `manage.py … | tail` waiting forever).
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
         deadline = time.monotonic() + 10
         while not _redis_answers(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
