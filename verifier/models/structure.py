@@ -19,8 +19,10 @@ class StructuralModelQuerySet(models.QuerySet):
         return self.filter(status__in=[StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING])
 
     def ready_for(self, kg: KnowledgeGraph) -> StructuralModel | None:
-        """The newest ready model of the KG's current version."""
-        return self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY).order_by("-id").first()
+        """The newest ready model of the KG's current version, without its weights (megabytes, read once per
+        process by verifier/structure/scoring.py when it loads the network; every tool call asks this)."""
+        return (self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY).defer("weights")
+                .order_by("-id").first())
 
 
 class StructuralModel(models.Model):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, Triple
 from verifier.structure import described, scoring
 from verifier.structure.calibration import RelationCalibrator
@@ -151,10 +153,15 @@ class StructuralEvidence:
     def _side(self, ranked: scoring.Ranked, triple_of) -> SideRanking:
         rows = [row for row, _ in ranked.alternatives]
         labels = {pk: (ext, label) for pk, ext, label in Entity.objects.filter(pk__in=rows).values_list("pk", "external_id", "label")}
+        triples = [triple_of(row) for row in rows]
+        stated: set[tuple[int, int, int]] = set()
+        if triples:  # which alternatives the KG states, in one query
+            either = Q()
+            for h, r, t in triples:
+                either |= Q(head_id=h, relation_id=r, tail_id=t)
+            stated = set(Triple.objects.filter(either, kg=self.kg).values_list("head_id", "relation_id", "tail_id"))
         alternatives = []
-        for row, probability in ranked.alternatives:
-            h, r, t = triple_of(row)
-            in_kg = Triple.objects.filter(kg=self.kg, head_id=h, relation_id=r, tail_id=t).exists()
+        for (row, probability), triple in zip(ranked.alternatives, triples, strict=True):
             ext, label = labels[row]
-            alternatives.append(Candidate(ext, label or ext, probability, in_kg))
+            alternatives.append(Candidate(ext, label or ext, probability, triple in stated))
         return SideRanking(ranked.rank, ranked.candidates, alternatives)
