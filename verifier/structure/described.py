@@ -35,8 +35,8 @@ from verifier.structure.dataset import kg_triples
 NEIGHBOURS = 10
 VOTE_FLOOR = 0.02  # the log of a share is taken with this floor: "none of ten" is strong, not infinite, evidence
 FEATURES = ["log_vote_tail", "log_vote_head", "tail_named", "head_named", "tail_words"]
-LABEL_STOPWORDS = {"of", "the", "a", "an", "in", "for", "to", "by", "and", "or", "on", "at", "with", "from", "as",
-                   "music", "people", "language", "languages"}
+FUNCTION_WORDS = frozenset({"of", "the", "a", "an", "in", "for", "to", "by", "and", "or", "is", "at", "on", "with", "from", "as"})
+GENERIC_TAIL_WORDS = frozenset({"music", "people", "language", "languages"})  # "rock music": only "rock" says which
 
 
 def entity_names(label: str, aliases: list[str]) -> list[str]:
@@ -51,8 +51,9 @@ def mention_pattern(names: list[str]) -> re.Pattern | None:
     return re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b", re.IGNORECASE) if names else None
 
 
-def content_words(label: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z]+", label.lower()) if len(w) > 2 and w not in LABEL_STOPWORDS]
+def content_words(label: str, generic: frozenset[str] = frozenset()) -> list[str]:
+    """The words of a label that say something (longer than two letters, not function words, not ``generic``)."""
+    return [w for w in re.findall(r"[a-z]+", label.lower()) if len(w) > 2 and w not in FUNCTION_WORDS and w not in generic]
 
 
 @dataclass
@@ -139,7 +140,7 @@ class DescriptionIndex:
     def described(self, head: int, relation: int, tail: int) -> Described:
         tail_vote = self._vote(head, relation, "tail", lambda e: tail in self.tails.get((e, relation), ()))
         head_vote = self._vote(tail, relation, "head", lambda e: head in self.heads.get((relation, e), ()))
-        words = content_words(self.labels.get(tail, ""))
+        words = content_words(self.labels.get(tail, ""), GENERIC_TAIL_WORDS)
         text = self.texts[self.position[head]].lower() if head in self.position else ""
         share = sum(bool(re.search(r"\b" + w, text)) for w in words) / len(words) if words else 0.0
         return Described(tail_vote, head_vote, self._named(head, tail), self._named(tail, head), share)

@@ -10,13 +10,12 @@ few distinct sentences are returned, each an evidence item with its source.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from verifier.evidence.base import EvidenceError
 from verifier.evidence.corpus import sentences
 from verifier.memory import encoder
-from verifier.structure.described import entity_names, mention_pattern
+from verifier.structure.described import content_words, entity_names, mention_pattern
 from verifier.tools.base import EvidenceItem, ToolContext, ToolResult
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
 from verifier.tools.registry import tool
@@ -25,7 +24,6 @@ TOP_K = 3
 MENTION_BONUS = 0.35
 RELATION_WORD_BONUS = 0.05
 MIN_WORDS, MAX_CHARS = 4, 400
-STOPWORDS = {"of", "the", "a", "an", "in", "for", "to", "by", "and", "or", "is", "at", "on", "with", "from", "as"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,7 @@ def rank(candidates: list[Sentence], claim: str, head: Resolved, tail: Resolved,
     vectors = encoder.encode([claim, *(s.text for s in candidates)])
     cosine = vectors[1:] @ vectors[0]
     mention_head, mention_tail = mention_pattern(head_names), mention_pattern(tail_names)
-    words = {w for w in re.findall(r"[a-z]+", relation_label.lower()) if w not in STOPWORDS and len(w) > 2}
+    words = set(content_words(relation_label))
     scored = []
     for sentence, similarity in zip(candidates, cosine, strict=True):
         other = mention_tail if sentence.about == head.id else mention_head if sentence.about == tail.id else None
