@@ -158,9 +158,10 @@ def kg_triple_set(kg: KnowledgeGraph) -> set[Triple]:
 
 
 def fitted_triples(kg: KnowledgeGraph) -> set[Triple]:
-    """Labelled triples something was fitted on (a calibration, the confidence model, the memory bank):
-    a benchmark never draws them."""
-    return set(FitTriple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
+    """Labelled triples something was fitted on (the confidence model, the memory bank, a calibration that
+    is not cross-fitted): a benchmark never draws them. A triple of a cross-fitted calibration is scored by
+    the fit that left its fold out (verifier/structure/fitting.py), so it is not among them."""
+    return set(FitTriple.objects.filter(kg=kg, fold__isnull=True).values_list("head_id", "relation_id", "tail_id"))
 
 
 def _matched(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], negatives: list[ResolvedRow], n: int,

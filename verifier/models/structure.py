@@ -95,8 +95,9 @@ class HeldOutTriple(models.Model):
 
 
 class FitTriple(models.Model):
-    """A labelled triple used to fit something (a calibration, a threshold, the confidence model): the
-    evaluation harness never draws it."""
+    """A labelled triple used to fit something (a calibration, a threshold, the confidence model). The
+    evaluation harness never draws it, unless the fit is cross-fitted: a triple with a ``fold`` is scored by
+    the variant of the fit that left its fold out (verifier/structure/fitting.py)."""
 
     class Purpose(models.TextChoices):
         STRUCTURAL_CALIBRATION = "structural", "Calibration of the structural model"
@@ -109,6 +110,8 @@ class FitTriple(models.Model):
     relation = models.ForeignKey(Relation, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     tail = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     label = models.BooleanField()
+    fold = models.PositiveSmallIntegerField(null=True, blank=True,
+                                            help_text="the fold a cross-fitted fit left out to score this triple")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, Triple
-from verifier.structure import described, scoring
-from verifier.structure.calibration import RelationCalibrator
+from verifier.structure import described, fitting, scoring
+from verifier.structure.calibration import CrossFitted
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
 
 
@@ -144,11 +144,10 @@ class StructuralEvidence:
         """The calibrated probability the rule evidence gives the triple (fitted with the structural model on
         the same labelled triples), or None before a model is ready."""
         model = StructuralModel.objects.ready_for(self.kg)
-        calibration = (model.calibration or {}).get("rules") if model else None
-        if not calibration:
+        calibration = CrossFitted.from_stored(model.calibration or {}, "rules") if model else None
+        if calibration is None:
             return None
-        calibrator = RelationCalibrator.from_dict(calibration)
-        return calibrator.probability(rule_features(evidence), str(evidence.rows[1]))
+        return calibration.probability(rule_features(evidence), str(evidence.rows[1]), fitting.fold_of(model).get(tuple(evidence.rows)))
 
     def _side(self, ranked: scoring.Ranked, triple_of) -> SideRanking:
         rows = [row for row, _ in ranked.alternatives]

@@ -1,23 +1,30 @@
 """What the structural calibration is fitted on, and the fit.
 
-Labelled data comes first: a dataset that ships verified negatives (CoDEx-S validation) gives half of
-its labelled triples, drawn once per KG (seeded, stratified by relation and label) and recorded as
-FitTriples, so the evaluation harness never draws them. Without labelled negatives, the calibration
-slice the model was trained without gives the positives and type-constrained corruptions of them the
-negatives (Tabacof & Costabello, 2019), recorded the same way.
+Labelled data comes first: a dataset that ships verified negatives (CoDEx-S validation) gives all of its
+labelled triples that are not KG triples. Without labelled negatives, the calibration slice the model
+was trained without gives the positives and type-constrained corruptions of them the negatives (Tabacof
+& Costabello, 2019).
+
+The calibration is cross-fitted: the triples are split into folds (seeded, stratified by relation and
+label), and beside the calibration fitted on all of them one is fitted without each fold. Each triple is
+recorded as a FitTriple with its fold, and the plausibility scores it with the calibration that left its
+fold out, so an evaluation may draw it: its probability comes from a fit that never saw it (the
+cross-validated figures the fit reports are exactly those probabilities). Every other triple gets the
+calibration fitted on all.
 """
 
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
+import threading
 
 import numpy as np
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, StructuralModel
-from verifier.structure.calibration import fit_relation_calibrator
+from verifier.structure.calibration import CrossFitted, cross_fit, fit_relation_calibrator, fold_assignment
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
 SEED = 0
@@ -33,47 +40,48 @@ def labelled_dataset(kg: KnowledgeGraph):
     return None
 
 
-def _split_half(rows: LabelledRows, seed: int) -> LabelledRows:
-    groups: dict[tuple[int, bool], list] = defaultdict(list)
-    for row in rows:
-        groups[(row[1], row[3])].append(row)
-    rng = random.Random(seed)
-    chosen = []
-    for key in sorted(groups):
-        members = sorted(groups[key])
-        rng.shuffle(members)
-        chosen += members[: len(members) // 2]
-    return chosen
-
-
-def _record(kg: KnowledgeGraph, rows: LabelledRows, purpose: str) -> None:
-    FitTriple.objects.bulk_create([FitTriple(kg=kg, purpose=purpose, head_id=h, relation_id=r, tail_id=t, label=y)
-                                   for h, r, t, y in rows], ignore_conflicts=True, batch_size=5000)
-
-
 def structural_fit_set(model: StructuralModel) -> tuple[LabelledRows, str]:
     """(labelled row triples, where they come from) for calibrating ``model``."""
     kg = model.kg
-    purpose = FitTriple.Purpose.STRUCTURAL_CALIBRATION
     dataset = labelled_dataset(kg)
     if dataset is not None:
-        existing = list(FitTriple.objects.filter(kg=kg, purpose=purpose).values_list("head_id", "relation_id", "tail_id", "label"))
-        if not existing:
-            from verifier.evaluation.datasets import kg_triple_set, read_rows
+        from verifier.evaluation.datasets import kg_triple_set, read_rows
 
-            in_kg = kg_triple_set(kg)
-            rows = {(r.head_id, r.relation_id, r.tail_id): True for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
-            for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.negatives):
-                rows.setdefault((r.head_id, r.relation_id, r.tail_id), False)
-            existing = _split_half([(*k, y) for k, y in rows.items() if k not in in_kg], SEED)
-            _record(kg, existing, purpose)
-        return [tuple(r) for r in existing], f"half of the labelled {dataset.positives} / {dataset.negatives}"
+        in_kg = kg_triple_set(kg)
+        rows = {(r.head_id, r.relation_id, r.tail_id): True for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
+        for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.negatives):
+            rows.setdefault((r.head_id, r.relation_id, r.tail_id), False)
+        return sorted((*k, y) for k, y in rows.items() if k not in in_kg), f"the labelled {dataset.positives} / {dataset.negatives}"
     positives = [(h, r, t, True) for h, r, t in HeldOutTriple.objects.filter(
         model=model, reason=HeldOutTriple.Reason.CALIBRATION).values_list("head_id", "relation_id", "tail_id")]
-    negatives = corruptions(kg, [p[:3] for p in positives])
-    rows = positives + negatives
-    _record(kg, negatives, purpose)
-    return rows, "the held-out calibration slice and type-constrained corruptions of it"
+    return positives + corruptions(kg, [p[:3] for p in positives]), \
+        "the held-out calibration slice and type-constrained corruptions of it"
+
+
+def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) -> None:
+    """The KG's structural fit triples become exactly ``rows``, each with its fold."""
+    purpose = FitTriple.Purpose.STRUCTURAL_CALIBRATION
+    FitTriple.objects.filter(kg=kg, purpose=purpose).delete()
+    FitTriple.objects.bulk_create([
+        FitTriple(kg=kg, purpose=purpose, head_id=h, relation_id=r, tail_id=t, label=y,
+                  fold=None if folds is None else int(folds[i]))
+        for i, (h, r, t, y) in enumerate(rows)], ignore_conflicts=True, batch_size=5000)
+
+
+_FOLDS: dict[tuple[int, str], dict[tuple[int, int, int], int]] = {}
+_FOLDS_LOCK = threading.Lock()
+
+
+def fold_of(model: StructuralModel) -> dict[tuple[int, int, int], int]:
+    """(head, relation, tail) row ids → the fold its calibration left it out of, for the triples the KG's
+    current calibration was fitted on; read once per process and calibration."""
+    key = (model.kg_id, str((model.calibration or {}).get("fitted_at", "")))
+    with _FOLDS_LOCK:
+        if key not in _FOLDS:
+            _FOLDS[key] = {(h, r, t): fold for h, r, t, fold in FitTriple.objects.filter(
+                kg_id=model.kg_id, purpose=FitTriple.Purpose.STRUCTURAL_CALIBRATION, fold__isnull=False,
+            ).values_list("head_id", "relation_id", "tail_id", "fold")}
+        return _FOLDS[key]
 
 
 def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]]) -> LabelledRows:
@@ -106,64 +114,65 @@ def calibrate_structural(model: StructuralModel) -> dict:
     triples = np.array([r[:3] for r in rows], dtype=np.int64)
     labels = np.array([r[3] for r in rows], dtype=bool)
     relations = [str(r) for r in triples[:, 1]]
-    network = LoadedModel(model)
-    features = network.features(triples)
-    calibrator = fit_relation_calibrator(features, relations, labels, feature_names=FEATURES)
-    metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "c": calibrator.c}
-    metrics.update(_cross_validated_metrics(features, relations, labels))
-    rules = _calibrate_rules(model, triples, relations, labels)
-    model.calibration = {**(model.calibration or {}), "structural": calibrator.to_dict(), "fitted_at": timezone.now().isoformat()}
+    folds = fold_assignment(relations, labels)
+    structural, metrics = _cross_fitted(LoadedModel(model).features(triples), relations, labels, FEATURES, folds)
+    metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "c": structural.full.c,
+               "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
+    calibration = {key: value for key, value in (model.calibration or {}).items() if not key.startswith(("structural", "rules"))}
+    calibration.update(structural.stored("structural"))
+    rules = _calibrate_rules(model, triples, relations, labels, folds)
     if rules is not None:
-        model.calibration["rules"], metrics["rules"] = rules
+        calibration.update(rules[0].stored("rules"))
+        metrics["rules"] = rules[1]
+    model.calibration = {**calibration, "fitted_at": timezone.now().isoformat()}
     model.metrics = {**(model.metrics or {}), "calibration": metrics}
-    model.save(update_fields=["calibration", "metrics"])
+    with transaction.atomic():
+        _record(model.kg, rows, folds)
+        model.save(update_fields=["calibration", "metrics"])
     return metrics
 
 
-def _calibrate_rules(model: StructuralModel, triples: np.ndarray, relations: list[str], labels: np.ndarray):
-    """The same labelled triples' rule evidence (verifier/structure/rule_evidence.py) mapped to a probability:
-    (calibrator as a dict, its metrics), or None when the KG has no mined rules."""
+def _calibrate_rules(model: StructuralModel, triples: np.ndarray, relations: list[str], labels: np.ndarray,
+                     folds: np.ndarray | None) -> tuple[CrossFitted, dict] | None:
+    """The same labelled triples' rule evidence (verifier/structure/rule_evidence.py) mapped to a probability,
+    cross-fitted on the same folds: (the calibration, its metrics), or None when the KG has no mined rules."""
     from verifier.models import MinedRule
     from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
     if not MinedRule.objects.filter(kg=model.kg, kg_version=model.kg_version).exists():
         return None
     features = np.array([rule_features(rule_evidence(model.kg, *map(int, t), limit=1)) for t in triples])
-    calibrator = fit_relation_calibrator(features, relations, labels, feature_names=RULE_FEATURES)
-    return calibrator.to_dict(), {"n": len(labels), **_cross_validated_metrics(features, relations, labels)}
+    calibration, metrics = _cross_fitted(features, relations, labels, RULE_FEATURES, folds)
+    return calibration, {"n": len(labels), **metrics}
 
 
-def _cross_validated_metrics(features: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
-    """Out-of-fold accuracy (as drawn, and relation-matched: each relation weighing min(#true, #false)
-    pairs, as a relation-matched test set would) and ECE; empty when there is too little to cross-validate."""
+def _cross_fitted(features: np.ndarray, relations: list[str], labels: np.ndarray, names: list[str],
+                  folds: np.ndarray | None) -> tuple[CrossFitted, dict]:
+    """The calibration on all triples and per fold, with the out-of-fold figures (none without folds)."""
+    full = fit_relation_calibrator(features, relations, labels, feature_names=names)
+    if folds is None:
+        return CrossFitted(full), {}
+    calibrators, out_of_fold = cross_fit(features, relations, labels, feature_names=names, folds=folds)
+    return CrossFitted(full, calibrators), out_of_fold_metrics(out_of_fold, relations, labels)
+
+
+def out_of_fold_metrics(probabilities: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
+    """Accuracy of out-of-fold probabilities (as drawn, and relation-matched: each relation weighing
+    min(#true, #false) pairs, as a relation-matched test set would) and their ECE."""
     from verifier.structure.calibration import matched_weights
     from verifier.structure.training import calibration_error
 
-    out_of_fold = _cross_validated(features, relations, labels)
-    if out_of_fold is None:
-        return {}
-    right = (out_of_fold >= 0.5) == labels
+    right = (probabilities >= 0.5) == labels
     matched = matched_weights(relations, labels.astype(int))
     return {"cross_validated_accuracy": round(float(right.mean()), 4),
             "cross_validated_matched_accuracy": round(float((matched * right).sum() / matched.sum()), 4),
-            "cross_validated_ece": round(calibration_error(out_of_fold, labels), 4)}
+            "cross_validated_ece": round(calibration_error(probabilities, labels), 4)}
 
 
-def _cross_validated(features: np.ndarray, relations: list[str], labels: np.ndarray, folds: int = 5) -> np.ndarray | None:
-    """Out-of-fold calibrated probabilities: each triple predicted by a calibration fitted without it (None
-    when there are too few of either label to cross-validate)."""
-    from sklearn.model_selection import StratifiedKFold
-
-    folds = min(folds, int(labels.sum()), int((~labels).sum()))
-    if folds < 2:
-        return None
-    out = np.zeros(len(labels))
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=SEED)
-    strata = [f"{r}:{int(y)}" for r, y in zip(relations, labels, strict=True)]
-    sizes = Counter(strata)
-    strata = [s if sizes[s] >= folds else str(int(y)) for s, y in zip(strata, labels, strict=True)]
-    for fit, held in splitter.split(features, strata):
-        calibrator = fit_relation_calibrator(features[fit], [relations[i] for i in fit], labels[fit],
-                                             feature_names=[str(i) for i in range(features.shape[1])])
-        out[held] = [calibrator.probability(features[i], relations[i]) for i in held]
-    return out
+def cross_validated_metrics(features: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
+    """The out-of-fold figures a calibration on these features would get (empty with too few labels)."""
+    folds = fold_assignment(relations, labels)
+    if folds is None:
+        return {}
+    _, out_of_fold = cross_fit(features, relations, labels, feature_names=[str(i) for i in range(features.shape[1])], folds=folds)
+    return out_of_fold_metrics(out_of_fold, relations, labels)

@@ -24,8 +24,10 @@ import torch
 logger = logging.getLogger(__name__)
 
 # PyKEEN's interaction name for each model we offer; ComplEx's vectors are stored as real pairs.
-INTERACTIONS = {"ComplEx": "complex", "DistMult": "distmult"}
+INTERACTIONS = {"ComplEx": "complex", "DistMult": "distmult", "RESCAL": "rescal"}
 COMPLEX_MODELS = {"ComplEx"}
+MATRIX_RELATIONS = {"RESCAL"}  # a relation is a dim × dim matrix
+OPTIMIZERS = {"Adam": torch.optim.Adam, "Adagrad": torch.optim.Adagrad}
 
 Progress = Callable[[float, str], None]  # (fraction of training done, what is happening)
 
@@ -34,11 +36,13 @@ Progress = Callable[[float, str], None]  # (fraction of training done, what is h
 class KGEConfig:
     model: str = "ComplEx"
     dim: int = 256  # complex dimensions for ComplEx (512 real numbers per vector)
+    optimizer: str = "Adam"
     learning_rate: float = 1e-3
     batch_size: int = 512
     entity_dropout: float = 0.1
     relation_dropout: float = 0.05
     label_smoothing: float = 0.0
+    regularize_weight: float = 0.0  # N3 (cubed-magnitude) penalty on the embeddings of each batch
     max_epochs: int = 300
     eval_every: int = 20
     patience: int = 2  # evaluations without a better MRR before stopping
@@ -49,6 +53,10 @@ class KGEConfig:
     def __post_init__(self) -> None:
         if self.model not in INTERACTIONS:
             raise ValueError(f"unknown KGE model {self.model!r}; one of {', '.join(INTERACTIONS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
+        if self.regularize_weight < 0:
+            raise ValueError("regularize_weight must not be negative")
         if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
             raise ValueError("dim, max_epochs, eval_every and batch_size must be positive")
         if not 0 < self.lr_decay <= 1:
@@ -93,13 +101,18 @@ def build_model(config: KGEConfig, num_entities: int, num_relations: int):
     from pykeen.models import ERModel
 
     width = 2 * config.dim if config.model in COMPLEX_MODELS else config.dim
+    relation_shape = (width, width) if config.model in MATRIX_RELATIONS else width
+    regularizer = {"regularizer": "lp", "regularizer_kwargs": {"p": 3.0, "weight": config.regularize_weight}} \
+        if config.regularize_weight else {}
     torch.manual_seed(config.seed)
     return ERModel(
         triples_factory=_kg_info(num_entities, num_relations),
         interaction=INTERACTIONS[config.model],
         loss="crossentropy",
-        entity_representations_kwargs={"shape": width, "initializer": "xavier_normal_", "dropout": config.entity_dropout or None},
-        relation_representations_kwargs={"shape": width, "initializer": "xavier_normal_", "dropout": config.relation_dropout or None},
+        entity_representations_kwargs={"shape": width, "initializer": "xavier_normal_",
+                                       "dropout": config.entity_dropout or None, **regularizer},
+        relation_representations_kwargs={"shape": relation_shape, "initializer": "xavier_normal_",
+                                         "dropout": config.relation_dropout or None, **regularizer},
         random_seed=config.seed,
     )
 
@@ -174,7 +187,7 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
 
     model = build_model(config, num_entities, num_relations)
     factory = _factory(triples, num_entities, num_relations)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.learning_rate)
     plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=config.lr_decay, patience=0) \
         if config.lr_decay < 1 else None
     loop = LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")

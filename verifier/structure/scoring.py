@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
-from verifier.structure import described, kge
-from verifier.structure.calibration import RelationCalibrator
+from verifier.structure import described, fitting, kge
+from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import kg_triples
 
 EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
@@ -70,11 +70,11 @@ class LoadedModel:
         self.network = kge.build_model(self.config, len(self.entity_rows), len(self.relation_rows))
         self.network.load_state_dict(data["state"])
         self.network.eval()
-        calibration = (row.calibration or {}).get("structural")
-        self.calibrator = RelationCalibrator.from_dict(calibration) if calibration else None
-        if self.calibrator is not None and self.calibrator.features != FEATURES:
+        self.calibration = CrossFitted.from_stored(row.calibration or {}, "structural")
+        if self.calibration is not None and self.calibration.full.features != FEATURES:
             # fitted on another feature set: its probabilities would be wrong; recalibrating is quick
-            self.calibrator = None
+            self.calibration = None
+        self.folds = fitting.fold_of(row) if self.calibration is not None else {}
         self._known: dict[str, dict[tuple[int, int], np.ndarray]] | None = None
         self._candidates: dict[tuple[int, str], np.ndarray] = {}
         self._lock = threading.Lock()
@@ -155,7 +155,8 @@ class LoadedModel:
         tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
         text = self.text().described(head_row, relation_row, tail_row)
         features = self._features(tail_lp, head_lp, h, r, t) + text.features()
-        probability = self.calibrator.probability(features, str(relation_row)) if self.calibrator else None
+        probability = None if self.calibration is None else self.calibration.probability(
+            features, str(relation_row), self.folds.get((head_row, relation_row, tail_row)))
         return Plausibility(probability, features, self._ranked(tail_lp, t, self.candidates(relation_row, "tail")),
                             self._ranked(head_lp, h, self.candidates(relation_row, "head")), text)
 

@@ -5,10 +5,12 @@ import random
 
 import pytest
 
+from verifier.evaluation.datasets import fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
 from verifier.models import FitTriple, HeldOutTriple, StructuralModel, VerificationTask
 from verifier.structure import scoring
+from verifier.structure.calibration import CrossFitted
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
 from verifier.structure.kge import KGEConfig
 from verifier.structure.training import train
@@ -70,6 +72,26 @@ def test_training_holds_out_queued_triples_and_the_slice_then_calibrates(towns):
     assert "corruptions" in metrics["calibration"]["source"]
     assert FitTriple.objects.filter(kg=kg, purpose="structural", label=False).exists()
     assert "structural" in model.calibration
+
+
+def test_a_triple_the_calibration_was_fitted_on_is_scored_by_the_fit_that_left_it_out(towns):
+    kg, _ = towns
+    model = train(kg, config=TINY)
+    folds = model.metrics["calibration"]["folds"]
+    assert folds == 5 and len(model.calibration["structural_folds"]) == folds
+    fitted = FitTriple.objects.filter(kg=kg, purpose="structural").select_related("head", "relation", "tail")
+    assert fitted.filter(fold__isnull=True).count() == 0 and fitted.count() == model.metrics["calibration"]["n"]
+    calibration = CrossFitted.from_stored(model.calibration, "structural")
+    for row in fitted.filter(label=False)[:3]:  # corruptions: not KG triples, so the model may score them
+        report = StructuralEvidence(kg).plausibility(row.head.external_id, row.relation.external_id, row.tail.external_id)
+        relation = str(row.relation_id)
+        assert report.probability == pytest.approx(calibration.probability(report.features, relation, row.fold))
+        assert report.probability != pytest.approx(calibration.probability(report.features, relation), abs=1e-9)
+    # Scored out of fold, so a benchmark may draw them; a fit without folds (the confidence model) stays out.
+    assert not fitted_triples(kg)
+    row = fitted.first()
+    FitTriple.objects.create(kg=kg, purpose="confidence", head=row.head, relation=row.relation, tail=row.tail, label=row.label)
+    assert fitted_triples(kg) == {(row.head_id, row.relation_id, row.tail_id)}
 
 
 def test_a_queued_triple_is_never_scored_by_a_model_trained_on_it(towns):
