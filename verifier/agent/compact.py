@@ -7,8 +7,9 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
    before any model call; this is observation 0.
 2. Focused reading — the few most relevant sentences are judged supports / contradicts / silent, one
    short call each, and enter the brief as judged evidence.
-3. Planning — the paper's initial impression and strategic plan, from the brief and the lessons of
-   past cases (fenced, short, never about this claim). A plan whose first step is to answer from the
+3. Planning — the paper's initial impression and strategic plan, from the brief's digest (the lines that
+   bear on the verdict, verifier/agent/brief.py) and the lessons of past cases (fenced, short, never
+   about this claim). A plan whose first step is to answer from the
    brief settles the claim, and so does one that names no tool beyond the brief's own (a small model
    asked what is missing names those again, then repeats their calls): its impression is the model's
    answer and no loop runs.
@@ -74,6 +75,7 @@ def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
                                     display=item.display), judgment))
     writer = BriefWriter(claim, inv.support)
     inv.brief_text = writer.write(gathered, judged)
+    inv.brief_digest = writer.digest
     for call in gathered.calls:
         inv.done_calls[call.casefold()] = [i.key for i in writer.items]
     yield AgentStep("observation", inv.brief_text, tool="Evidence_Brief", items=writer.items, prompt_tokens=prompt_tokens,
@@ -88,15 +90,16 @@ def weigh_brief(inv: Investigation) -> Iterator[AgentStep]:
     yield inv.verdict(FinalAnswer("", "no language model was asked"), forced=False)
 
 
-def _opening(inv: Investigation) -> str:
-    parts = [prompts.claim_text(inv.claim), inv.brief_text, prompts.lessons_text(inv.memories)]
+def _opening(inv: Investigation, *, digest: bool = False) -> str:
+    """The claim, the brief (its digest for the planner) and the lessons of past cases."""
+    parts = [prompts.claim_text(inv.claim), inv.brief_digest if digest else inv.brief_text, prompts.lessons_text(inv.memories)]
     return "\n\n".join(p for p in parts if p)
 
 
 def _plan(inv: Investigation, messages: list[dict]) -> Generator[AgentStep, None, Plan]:
     started = time.perf_counter()
     request = prompts.COMPACT_PLAN_REQUEST.format(settled=prompts.SETTLED_STEP)
-    ask = {"role": "user", "content": f"{_opening(inv)}\n\n{request}\n{prompts.claim_reminder(inv.claim)}"}
+    ask = {"role": "user", "content": f"{_opening(inv, digest=True)}\n\n{request}\n{prompts.claim_reminder(inv.claim)}"}
     grammar = prompts.COMPACT_PLAN_GRAMMAR if inv.config.use_grammar else None
     completion = inv.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS)
     plan = parse_plan(completion.text)

@@ -128,6 +128,7 @@ class Investigation:
         self.repeats = 0  # actions asked again after they ran
         self.corrected = False  # the one correction round of a Final Answer's citations was used
         self.brief_text = ""
+        self.brief_digest = ""
         self.stop = STOP
         self.answer_logit: float | None = None
 

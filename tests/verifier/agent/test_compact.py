@@ -178,6 +178,14 @@ def test_a_plan_that_answers_from_the_brief_settles_the_claim_without_a_loop(tas
     assert "E4" in set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
     plan_request = next(r for r in requests if "=== Strategic Plan ===" in r.messages[-1]["content"])
     assert plan_request.messages[-1]["content"].endswith("Decide about this claim only.")
+    # The planner reads the brief's digest: the lines that bear on the verdict, under the brief's keys.
+    planned = plan_request.messages[-1]["content"]
+    assert "No structural model has been trained for world yet" in planned
+    assert "No other country of citizenship of Douglas Adams is in the KG." in planned
+    assert "Text (each sentence judged against the claim):" in planned and 'silent: "' in planned
+    assert "(types: human)" not in planned and "(Cambridge) -[country]->" not in planned
+    brief = run.steps.get(kind="observation", tool="Evidence_Brief").content
+    assert "(types: human)" in brief and "(Cambridge) -[country]->" in brief
     assert not any(r.messages[-1]["content"].startswith("Now verify") for r in requests)
 
 
