@@ -3,14 +3,18 @@
 Columns: head, relation, tail and optionally label (true/false, 1/0, correct/incorrect). A header row
 naming the columns is optional; without one the columns are taken in that order. Each term resolves to
 exactly one entity (relation) of the KG by id, then by label, then by alias, case-insensitively; an
-unknown or ambiguous term is a problem reported with its line number and the candidates.
+unknown or ambiguous term is a problem reported with its line number and the candidates, and an unknown
+one with the closest names the KG has ("did you mean …?": trigram similarity for entities, string
+similarity over the few relation names).
 """
 
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +31,8 @@ _LABELS = {
     "": None,
 }
 MAX_CANDIDATES_SHOWN = 5
+SUGGESTIONS = 3  # closest names offered for an unknown term
+MAX_SUGGESTED_TERMS = 50  # a file of garbage gets its first unknown terms suggested for, not a query per row
 
 
 @dataclass
@@ -100,7 +106,8 @@ def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
 class _Index:
     """Lookup of the terms of a file against one model of one KG, in three set-based queries."""
 
-    def __init__(self, model, kg: KnowledgeGraph, terms: set[str]):
+    def __init__(self, model, kg: KnowledgeGraph, terms: set[str], suggest: Callable[[str], list[str]]):
+        self.suggest, self.suggested = suggest, 0
         self.by_id: dict[str, int] = {}
         self.by_name: dict[str, set[int]] = defaultdict(set)
         self.by_alias: dict[str, set[int]] = defaultdict(set)
@@ -128,12 +135,39 @@ class _Index:
             if len(found) > 1:
                 shown = "; ".join(self.describe[pk] for pk in sorted(found)[:MAX_CANDIDATES_SHOWN])
                 return None, f"{term!r} is ambiguous ({len(found)} matches: {shown})"
-        return None, f"{term!r} is not in the KG"
+        return None, f"{term!r} is not in the KG{self._did_you_mean(term)}"
+
+    def _did_you_mean(self, term: str) -> str:
+        if self.suggested >= MAX_SUGGESTED_TERMS:
+            return ""
+        self.suggested += 1
+        names = self.suggest(term)
+        return f" — did you mean {' or '.join(names)}?" if names else ""
+
+
+def _similar_entities(kg: KnowledgeGraph) -> Callable[[str], list[str]]:
+    from verifier.kg.store import PostgresKG
+
+    store = PostgresKG(kg)
+    return lambda term: [f"{c.label} ({c.id})" for c in store.similar_entities(term, limit=SUGGESTIONS)]
+
+
+def _similar_relations(kg: KnowledgeGraph) -> Callable[[str], list[str]]:
+    names: dict[str, str] = {}
+    for external_id, label, aliases in Relation.objects.filter(kg=kg).values_list("external_id", "label", "aliases"):
+        for name in (label, *aliases):
+            names.setdefault(name.lower(), f"{label} ({external_id})")
+
+    def similar(term: str) -> list[str]:
+        close = difflib.get_close_matches(term.lower(), list(names), n=SUGGESTIONS * 2, cutoff=0.6)
+        return list(dict.fromkeys(names[c] for c in close))[:SUGGESTIONS]
+
+    return similar
 
 
 def resolve_rows(kg: KnowledgeGraph, rows: list[FlaggedRow], path: Path) -> tuple[list[ResolvedRow], list[Problem]]:
-    entities = _Index(Entity, kg, {r.head for r in rows} | {r.tail for r in rows})
-    relations = _Index(Relation, kg, {r.relation for r in rows})
+    entities = _Index(Entity, kg, {r.head for r in rows} | {r.tail for r in rows}, _similar_entities(kg))
+    relations = _Index(Relation, kg, {r.relation for r in rows}, _similar_relations(kg))
     resolved: list[ResolvedRow] = []
     problems: list[Problem] = []
     for row in rows:

@@ -54,12 +54,12 @@ class PostgresKG:
         found += [_candidate(e, "alias", 0.95) for e in alias if e.pk not in {x.pk for x in exact}]
         if found:
             return found[:limit]
-        fuzzy = self._trigram(text, limit)
+        fuzzy = self.similar_entities(text, limit=limit)
         if fuzzy:
             return fuzzy
         return self._by_passage_embedding(text, limit)
 
-    def _trigram(self, text: str, limit: int) -> list[Candidate]:
+    def similar_entities(self, text: str, *, limit: int) -> list[Candidate]:
         """Typos and partial names: trigram word similarity ("Einstien" finds "Albert Einstein")."""
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config('pg_trgm.word_similarity_threshold', %s, false)", [str(MIN_TRIGRAM_SIMILARITY)])

@@ -70,6 +70,16 @@ def test_unknown_and_ambiguous_names_reject_the_file_with_line_numbers(kg, tmp_p
     assert not VerificationTask.objects.filter(kg=kg).exists()
 
 
+def test_an_unknown_name_comes_with_the_closest_names_of_the_kg(kg, tmp_path):
+    path = _file(tmp_path, "flagged.csv", "Douglas Adamz,country of citizenshp,UK\nDouglas Adams,P27,Xyzzy\n")
+    with pytest.raises(ImportRejected) as rejected:
+        import_flagged_triples(kg=kg, path=path)
+    message = str(rejected.value)
+    assert "flagged.csv:1: 'Douglas Adamz' is not in the KG — did you mean Douglas Adams (Q42)?" in message
+    assert "'country of citizenshp' is not in the KG — did you mean country of citizenship (P27)?" in message
+    assert "flagged.csv:2: 'Xyzzy' is not in the KG" in message and "Xyzzy' is not in the KG —" not in message
+
+
 def test_skip_invalid_queues_the_good_rows(kg, tmp_path):
     path = _file(tmp_path, "flagged.csv", "Douglas Adams,P27,UK\nNobody,P27,UK\n")
     assert import_flagged_triples(kg=kg, path=path, skip_invalid=True).created == 1
