@@ -3,8 +3,13 @@
 The agent weighs its run's evidence into P(triple true) (verifier/agent/weighing.py) with the weights in
 force: the active ConfidenceModel of the run's KG, else one fitted across KGs. ``manage.py calibrate``
 fits them by logistic regression (scikit-learn) on labelled runs — benchmark runs on a validation split,
-and reviewers' decisions as they accumulate — and records their triples as fitted, so no evaluation
-draws them again. The confidence stored on a run is the probability that its verdict is right.
+and reviewers' decisions as they accumulate. The fit is cross-fitted like the structural calibration
+(verifier/structure/fitting.py): the fitted triples are split into folds and, beside the weights fitted on
+all, one set is fitted without each fold. A fitted triple is weighed with the weights that left its fold
+out, so an evaluation may draw it (the model's ``fitted`` map names the triples by external ids, so a
+shipped model keeps this on any installation); with too few runs for folds, its triples are recorded as
+fitted without a fold and no evaluation draws them again. The confidence stored on a run is the
+probability that its verdict is right.
 """
 
 from __future__ import annotations
@@ -35,18 +40,32 @@ def unweighed_warning(kg_id: int | None) -> str:
             f"Activate the shipped one with: manage.py calibrate --import verifier/data/{SEED_MODEL.name}")
 
 
-def weights_of(model: ConfidenceModel) -> Weights:
+def fit_key(task) -> str:
+    """How a confidence model names a triple it was fitted on: the KG's name and the external ids (row ids
+    differ between installations, and a fitted model is shipped to them)."""
+    return "\t".join((task.kg.name, task.head.external_id, task.relation.external_id, task.tail.external_id))
+
+
+def weights_of(model: ConfidenceModel, key: str = "") -> Weights:
+    """The model's weights for the triple ``key`` (fit_key): those fitted without its fold if the model was
+    fitted on it, else those fitted on all."""
     if list(model.features) != FEATURES:
         raise ValueError(f"confidence model {model.pk} was fitted on other features ({model.features}); refit it")
+    fold = (model.fitted or {}).get(key, [None])[0] if key else None
+    if fold is not None and fold < len(model.folds or []):
+        weights = model.folds[fold]
+        return Weights(tuple(weights["coefficients"]), weights["intercept"], model.source, model.pk, fold)
     return Weights(tuple(model.coefficients), model.intercept, model.source, model.pk)
 
 
-def weigher_for(kg_id: int | None) -> Weigher:
-    """The agent's port: the weights in force when the run concludes (looked up then, not at its start)."""
+def weigher_for(task) -> Weigher:
+    """The agent's port: the weights in force for the task's triple when the run concludes (looked up then,
+    not at its start)."""
+    key = fit_key(task)
 
     def weigh() -> Weights | None:
-        model = active_model(kg_id)
-        return weights_of(model) if model is not None else None
+        model = active_model(task.kg_id)
+        return weights_of(model, key) if model is not None else None
 
     return weigh
 
@@ -79,7 +98,8 @@ def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict
     if weighed:
         return Assessment(stated, bool(weighed.get("disputed_reason")), weighed)
     evidence = stored_evidence(run) if verdict in ("correct", "incorrect") else Evidence(verdict)
-    details = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None}
+    details = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None,
+               "confidence_fold": None}
     return Assessment(stated, bool(details["disputed_reason"]), details)
 
 
@@ -94,14 +114,15 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
 
     found: dict[int, tuple[Run, bool]] = {}
     items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED)
-             .select_related("run__task"))
+             .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail"))
     for item in items:
         mode = item.run.config.get("mode", "agent")
         if mode == "evidence" or (mode == "agent" and item.run.verdict in ("correct", "incorrect")):
             found[item.run_id] = (item.run, item.expected_label)
     if reviews:
         settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED)
-                   .select_related("run__task").order_by("run_id", "-created_at", "-id"))
+                   .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail")
+                   .order_by("run_id", "-created_at", "-id"))
         latest: dict[int, Review] = {}
         for review in settled:
             latest.setdefault(review.run_id, review)
@@ -128,10 +149,8 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     every run informs the evidence features' weights — a few hundred one-second evidence runs and a hundred
     agent runs fit what a hundred agent runs alone could not."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
 
-    from verifier.models import FitTriple
-    from verifier.structure.calibration import expected_calibration_error
+    from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
     if len(pairs) < 20 or len({label for _, label in pairs}) < 2:
         raise ValueError(f"need at least 20 labelled runs with both true and false triples (got {len(pairs)})")
@@ -140,44 +159,84 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     truth = y.astype(bool)
     answers = x[:, FEATURES.index("agent_correct")]  # ±1 where a language model answered (agent runs), else 0
     answered = answers != 0
-    out_of_fold = np.zeros(len(y))
-    folds = StratifiedKFold(n_splits=min(5, int(np.bincount(y).min())), shuffle=True, random_state=0)
-    for train, held in folds.split(x, y):
-        out_of_fold[held] = LogisticRegression(C=1.0, max_iter=1000).fit(x[train], y[train]).predict_proba(x[held])[:, 1]
-    weighed_right = (out_of_fold >= 0.5) == truth
-    cross_validated = {"ece": round(expected_calibration_error(np.maximum(out_of_fold, 1 - out_of_fold), weighed_right), 4),
-                       "combined_accuracy": round(float(weighed_right.mean()), 4),
-                       "agent_runs": int(answered.sum()),
-                       "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
-                       "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None}
-    final = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
+    # Folds are drawn over triples, not runs: two runs of one triple must never sit on both sides of a fold.
+    keys = [fit_key(run.task) for run, _ in pairs]
+    triples = {key: (run.task.relation_id, label) for key, (run, label) in zip(keys, pairs, strict=True)}
+    order = sorted(triples)
+    assigned = fold_assignment([str(triples[k][0]) for k in order], np.array([triples[k][1] for k in order], dtype=bool))
+    fold_of = dict(zip(order, assigned.tolist(), strict=True)) if assigned is not None else {}
+
+    def weights(rows: np.ndarray) -> LogisticRegression:
+        return LogisticRegression(C=1.0, max_iter=1000).fit(x[rows], y[rows])
+
+    folds, out_of_fold = [], np.zeros(len(y))
+    run_folds = np.array([fold_of.get(k, -1) for k in keys])
+    for k in range(int(run_folds.max()) + 1):
+        model_k = weights(np.flatnonzero(run_folds != k))
+        held = np.flatnonzero(run_folds == k)
+        out_of_fold[held] = model_k.predict_proba(x[held])[:, 1]
+        folds.append({"coefficients": [round(float(c), 6) for c in model_k.coef_[0]], "intercept": round(float(model_k.intercept_[0]), 6)})
+    cross_validated = {}
+    if folds:
+        weighed_right = (out_of_fold >= 0.5) == truth
+        cross_validated = {
+            "folds": len(folds),
+            "ece": round(expected_calibration_error(np.maximum(out_of_fold, 1 - out_of_fold), weighed_right), 4),
+            "combined_accuracy": round(float(weighed_right.mean()), 4),
+            "agent_runs": int(answered.sum()),
+            "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
+            "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None}
+    final = weights(np.arange(len(y)))
+    fitted = {key: [fold_of.get(key), bool(label)] for key, (_, label) in triples.items()}
     with transaction.atomic():
         ConfidenceModel.objects.filter(active=True, kg=kg).update(active=False)
         model = ConfidenceModel.objects.create(
             kg=kg, features=FEATURES, coefficients=[round(float(c), 6) for c in final.coef_[0]],
-            intercept=round(float(final.intercept_[0]), 6), source=source[:500],
+            intercept=round(float(final.intercept_[0]), 6), source=source[:500], folds=folds, fitted=fitted,
             metrics={"n": len(pairs), "positives": int(y.sum()), "cross_validated": cross_validated})
-        FitTriple.objects.bulk_create([
-            FitTriple(kg_id=run.task.kg_id, purpose=FitTriple.Purpose.CONFIDENCE, head_id=run.task.head_id,
-                      relation_id=run.task.relation_id, tail_id=run.task.tail_id, label=label) for run, label in pairs
-        ], ignore_conflicts=True)
+        record_fitted(model)
     return Fit(model, len(pairs), cross_validated)
+
+
+def record_fitted(model: ConfidenceModel) -> int:
+    """Record the model's fitted triples of the loaded KGs as FitTriples, with their folds. A triple some
+    earlier fit recorded without a fold keeps that record: no evaluation draws it."""
+    from verifier.models import Entity, FitTriple, KnowledgeGraph, Relation
+
+    by_kg: dict[str, list[tuple[list[str], list]]] = {}
+    for key, value in (model.fitted or {}).items():
+        kg_name, *ids = key.split("\t")
+        by_kg.setdefault(kg_name, []).append((ids, value))
+    rows = []
+    for kg in KnowledgeGraph.objects.filter(name__in=list(by_kg)):
+        wanted = by_kg[kg.name]
+        entities = dict(Entity.objects.filter(kg=kg, external_id__in={i for ids, _ in wanted for i in (ids[0], ids[2])})
+                        .values_list("external_id", "pk"))
+        relations = dict(Relation.objects.filter(kg=kg, external_id__in={ids[1] for ids, _ in wanted}).values_list("external_id", "pk"))
+        for (head, relation, tail), (fold, label) in wanted:
+            if head in entities and tail in entities and relation in relations:
+                rows.append(FitTriple(kg=kg, purpose=FitTriple.Purpose.CONFIDENCE, head_id=entities[head], relation_id=relations[relation],
+                                      tail_id=entities[tail], label=label, fold=fold))
+    FitTriple.objects.bulk_create(rows, ignore_conflicts=True, batch_size=5000)
+    return len(rows)
 
 
 def reassess(runs) -> int:
     """Recompute the confidence and P(true) of finished weighed runs (agent, evidence) under the weights now in force (after a
     new fit). Verdicts are left as they were given: a run's steps show how it was reached."""
     count = 0
-    for run in runs.filter(status=Run.Status.SUCCEEDED, verdict__in=["correct", "incorrect"]).select_related("task"):
+    for run in runs.filter(status=Run.Status.SUCCEEDED, verdict__in=["correct", "incorrect"]).select_related(
+            "task__kg", "task__head", "task__relation", "task__tail"):
         if run.config.get("mode", "agent") not in WEIGHED_MODES:
             continue
         model = active_model(run.task.kg_id)
         if model is None:
             continue
         evidence = stored_evidence(run)
-        p_true = weights_of(model).probability(evidence)
+        weights = weights_of(model, fit_key(run.task))
+        p_true = weights.probability(evidence)
         details = {**(run.assessment or {}), **asdict(evidence), "disputed_reason": evidence.dispute(),
-                   "p_true": round(p_true, 4), "confidence_model": model.pk}
+                   "p_true": round(p_true, 4), "confidence_model": model.pk, "confidence_fold": weights.fold}
         Run.objects.filter(pk=run.pk).update(confidence=p_true if run.verdict == "correct" else 1 - p_true,
                                              disputed=bool(details["disputed_reason"]), assessment=details,
                                              structural_model_id=evidence.structural_model)
@@ -194,7 +253,8 @@ FORMAT = "kgv-confidence-model/1"
 def export_model(model: ConfidenceModel, path: Path) -> None:
     """Write a confidence model as JSON (its weights, what it was fitted on and how well it did)."""
     path.write_text(json.dumps({"format": FORMAT, "features": model.features, "coefficients": model.coefficients,
-                                "intercept": model.intercept, "source": model.source, "metrics": model.metrics}, indent=2))
+                                "intercept": model.intercept, "source": model.source, "metrics": model.metrics,
+                                "folds": model.folds, "fitted": model.fitted}, indent=1))
 
 
 def import_model(path: Path) -> ConfidenceModel:
@@ -210,9 +270,12 @@ def import_model(path: Path) -> ConfidenceModel:
         raise ValueError(f"{path}: fitted on other features ({data.get('features')}); refit it with manage.py calibrate")
     with transaction.atomic():
         ConfidenceModel.objects.filter(active=True, kg__isnull=True).update(active=False)
-        return ConfidenceModel.objects.create(kg=None, features=FEATURES, coefficients=[float(c) for c in data["coefficients"]],
-                                              intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
-                                              source=f"{data.get('source', '')} (imported from {path.name})"[:500])
+        model = ConfidenceModel.objects.create(kg=None, features=FEATURES, coefficients=[float(c) for c in data["coefficients"]],
+                                               intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
+                                               folds=data.get("folds") or [], fitted=data.get("fitted") or {},
+                                               source=f"{data.get('source', '')} (imported from {path.name})"[:500])
+        record_fitted(model)
+        return model
 
 
 def seed_if_none() -> ConfidenceModel | None:

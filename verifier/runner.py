@@ -156,7 +156,7 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         toolbox = build_toolbox(task.kg, query, kg_tools=config.kg_tools, external_tools=config.external_tools,
                                 structural_tools=config.structural_tools)
         investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim, schema=_schema(task),
-                                      weigher=weigher_for(task.kg_id))
+                                      weigher=weigher_for(task))
         final = _drive(run, investigation, on_step)
         if final is not None:
             SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)

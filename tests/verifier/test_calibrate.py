@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from verifier import confidence
+from verifier.evaluation.datasets import fitted_triples
 from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Run, SupportItem, VerificationTask
 
 pytestmark = pytest.mark.django_db
@@ -49,6 +50,27 @@ def test_calibrate_fits_on_the_labelled_runs_records_them_and_reassesses(labelle
     assert true_run.confidence == pytest.approx(true_run.assessment["p_true"], abs=1e-4)  # verdict Correct
 
 
+def test_a_fitted_triple_is_weighed_by_the_weights_fitted_without_it(labelled):
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)
+    model = ConfidenceModel.objects.get(active=True)
+    assert len(model.folds) == 5 and len(model.fitted) == 40
+    fitted = FitTriple.objects.filter(purpose=FitTriple.Purpose.CONFIDENCE)
+    assert fitted.count() == 40 and not fitted.filter(fold__isnull=True).exists()
+    assert not fitted_triples(labelled.kg)  # weighed out of fold, so an evaluation may draw them
+    run = EvaluationItem.objects.filter(evaluation=labelled).first().run
+    key = confidence.fit_key(run.task)
+    fold = model.fitted[key][0]
+    own, everyone = confidence.weights_of(model, key), confidence.weights_of(model)
+    assert own.coefficients == tuple(model.folds[fold]["coefficients"]) and own.coefficients != everyone.coefficients
+    other = VerificationTask.objects.exclude(pk__in=EvaluationItem.objects.values("task")).first() or VerificationTask.objects.create(
+        kg=labelled.kg, head=run.task.tail, relation=run.task.relation, tail=run.task.head)
+    assert confidence.weights_of(model, confidence.fit_key(other)).coefficients == everyone.coefficients
+    confidence.reassess(Run.objects.filter(pk=run.pk))
+    run.refresh_from_db()
+    assert run.assessment["p_true"] == pytest.approx(own.probability(confidence.stored_evidence(run)), abs=1e-4)
+    assert run.assessment["confidence_fold"] == fold and own.fold == fold and everyone.fold is None
+
+
 def test_too_few_labelled_runs_are_refused_with_the_reason(world_kg):
     with pytest.raises(CommandError, match="at least 20 labelled runs"):
         call_command("calibrate", evaluations="no-such-evaluation")
@@ -66,6 +88,12 @@ def test_a_fitted_model_moves_between_installations(labelled, tmp_path):
     call_command("calibrate", import_=path, no_reassess=True)
     imported = ConfidenceModel.objects.get(active=True)
     assert imported.kg is None and imported.coefficients == fitted.coefficients and "imported from" in imported.source
+    # The fitted triples travel by external ids: recorded again, with their folds, wherever their KG is loaded.
+    assert imported.folds == fitted.folds and imported.fitted == fitted.fitted
+    FitTriple.objects.all().delete()
+    ConfidenceModel.objects.all().delete()
+    call_command("calibrate", import_=path, no_reassess=True)
+    assert FitTriple.objects.filter(purpose=FitTriple.Purpose.CONFIDENCE, fold__isnull=False).count() == 40
     assert confidence.seed_if_none() is None  # a model exists: the shipped one is not imported over it
 
 

@@ -318,14 +318,15 @@ class Investigation:
         judges sentences well. Without a fitted weighing the answer stands, with no confidence (the evidence
         mode, which has no answer, then has no verdict either)."""
         evidence = evidence_from(((k.key, k.kind, k.payload) for k in self.support.items.values()), answer, self.answer_logit)
-        assessment = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None}
+        assessment = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None,
+                      "confidence_fold": None}
         weights = self.weigher() if self.weigher is not None else None
         if weights is None:
             if not answer:
                 explanation = "No fitted weighing is in force (manage.py calibrate), so the evidence alone decides nothing."
             return answer or "not_enough_evidence", explanation, None, assessment
         p_true = weights.probability(evidence)
-        assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id)
+        assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id, confidence_fold=weights.fold)
         if answer and self.config.profile != "compact":
             return answer, explanation, p_true if answer == "correct" else 1 - p_true, assessment
         verdict, confidence = decided(p_true)

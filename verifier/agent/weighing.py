@@ -114,6 +114,7 @@ class Weights:
     intercept: float
     source: str = ""
     model_id: int | None = None
+    fold: int | None = None  # cross-fitting: the fold these weights were fitted without (the triple's own)
 
     def probability(self, evidence: Evidence) -> float:
         z = self.intercept + sum(c * x for c, x in zip(self.coefficients, evidence.vector(), strict=True))

@@ -148,6 +148,11 @@ class ConfidenceModel(models.Model):
     coefficients = models.JSONField()
     intercept = models.FloatField()
     metrics = models.JSONField(default=dict, blank=True, help_text="sample size, cross-validated ECE and accuracy")
+    folds = models.JSONField(default=list, blank=True,
+                             help_text="cross-fitting: per fold, the weights fitted without it ({coefficients, intercept})")
+    fitted = models.JSONField(default=dict, blank=True,
+                              help_text="the triples it was fitted on: 'kg<TAB>head<TAB>relation<TAB>tail' (external ids) → "
+                                        "[fold, label]; a fitted triple is weighed by its fold's weights")
     source = models.CharField(max_length=500, blank=True, help_text="the labelled runs it was fitted on")
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -49,11 +49,15 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         cv = fitted.cross_validated
         weights = ", ".join(f"{n} {c:+.2f}" for n, c in zip(fitted.model.features, fitted.model.coefficients, strict=True))
-        agent = (f"; on its {cv['agent_runs']} agent runs {cv['agent_combined_accuracy']:.1%}, where the model's own answers "
-                 f"were right {cv['answer_accuracy']:.1%}" if cv["agent_runs"] else "")
+        if cv:
+            agent = (f"; on its {cv['agent_runs']} agent runs {cv['agent_combined_accuracy']:.1%}, where the model's own answers "
+                     f"were right {cv['answer_accuracy']:.1%}" if cv["agent_runs"] else "")
+            figures = (f"Cross-fitted over {cv['folds']} folds (each fitted triple is weighed by the weights fitted without it): "
+                       f"the weighed evidence is right {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}{agent}.")
+        else:
+            figures = "Too few true or false triples for folds: its triples are recorded as fitted, and no evaluation draws them."
         self.stdout.write(self.style.SUCCESS(
-            f"Confidence model #{fitted.model.pk} fitted on {fitted.n} labelled runs ({source}). Cross-validated: the "
-            f"weighed evidence is right {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}{agent}.\n"
+            f"Confidence model #{fitted.model.pk} fitted on {fitted.n} labelled runs ({source}). {figures}\n"
             f"  weights: {weights}; intercept {fitted.model.intercept:+.2f}"))
         if options["export"]:
             confidence.export_model(fitted.model, options["export"])
