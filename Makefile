@@ -31,6 +31,7 @@ test: $(INSTALLED)
 
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 clean-embedded:
 	rm -rf .embedded

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from verifier.agent.port import EvidenceItem, ToolResult
 from verifier.agent.steps import Claim, KeyedItem
 from verifier.agent.support import SupportSet
-from verifier.tools.base import EvidenceItem, ToolResult
 
 # (tool, arguments from the claim): the deterministic calls of a brief, in the order they are written.
 CALLS: tuple[tuple[str, Callable[[Claim], list[str]]], ...] = (

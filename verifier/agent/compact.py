@@ -31,8 +31,8 @@ from verifier.agent import prompts
 from verifier.agent.brief import CALLS as BRIEF_CALLS
 from verifier.agent.brief import BriefWriter, gather
 from verifier.agent.parsing import FinalAnswer, ParseError, Plan, cited_keys, parse_plan, parse_step
+from verifier.agent.port import EvidenceItem
 from verifier.agent.steps import AgentStep
-from verifier.tools.base import EvidenceItem
 
 if TYPE_CHECKING:
     from verifier.agent.loop import Investigation
@@ -62,7 +62,7 @@ def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
     yield AgentStep("action", f"Evidence_Brief({claim.head}, {claim.relation}, {claim.tail})", tool="Evidence_Brief",
                     arguments=arguments)
     started = time.perf_counter()
-    gathered = gather(claim, inv.tools.call, set(inv.tools.specs))
+    gathered = gather(claim, inv.tools.call, set(inv.tools.names))
     sentences = gathered.results.pop("Read_Sentences", [])
     judged, prompt_tokens, completion_tokens = [], 0, 0
     for item in (sentences[0].items if sentences else []):
@@ -116,7 +116,7 @@ def _needs_loop(inv: Investigation, plan: Plan) -> bool:
     the brief's own tools again (and then repeats their calls), and only another tool can add evidence."""
     briefed = {name for name, _ in BRIEF_CALLS}
     return not plan.impression or any(name.casefold() in plan.steps.casefold()
-                                      for name in inv.tools.specs if name not in briefed)
+                                      for name in inv.tools.names if name not in briefed)
 
 
 def trimmed(observation: str) -> str:
@@ -141,7 +141,7 @@ def investigate(inv: Investigation) -> Iterator[AgentStep]:
         messages.append({"role": "user", "content": loop_request})
     else:
         messages.append({"role": "user", "content": f"{_opening(inv)}\n\n{loop_request}"})
-    grammar = prompts.step_grammar(list(inv.tools.specs), abstain=inv.config.abstain) if inv.config.use_grammar else None
+    grammar = prompts.step_grammar(inv.tools.names, abstain=inv.config.abstain) if inv.config.use_grammar else None
     inv.corrected = False
     for _ in range(inv.config.t_max):
         started = time.perf_counter()

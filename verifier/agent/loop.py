@@ -14,15 +14,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 from verifier.agent import compact, prompts
 from verifier.agent.llm import LLM, Completion
 from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_plan, parse_step
+from verifier.agent.port import Tools
 from verifier.agent.steps import AgentStep, Claim, Memory
 from verifier.agent.support import SupportSet
 from verifier.agent.weighing import Weigher, decided, evidence_from, probe_logit, summary
-from verifier.tools.base import ToolResult
 
 MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence")
 # Baselines that decide from one structural tool's calibrated probability, without a language model.
@@ -30,12 +29,6 @@ STRUCTURAL_MODES = {"kge": "KG_Plausibility", "rules": "KG_Rules"}
 MODEL_FREE_MODES = (*STRUCTURAL_MODES, "evidence")
 STOP = ["Observation:", "\nObservation", "[Observation]"]
 PROFILES = ("paper", "compact")
-
-
-class Tools(Protocol):
-    specs: dict
-
-    def call(self, name: str, arguments) -> ToolResult: ...
 
 
 MemoryLookup = Callable[[str, int, str], list[Memory]]  # (claim text, k, relation label) → memories
@@ -170,9 +163,7 @@ class Investigation:
         yield _step_from("plan", completion, started, self.plan_text)
 
     def tool_list(self) -> str:
-        from verifier.tools.registry import describe
-
-        return describe(list(self.tools.specs.values()))
+        return self.tools.describe()
 
     def _agent(self) -> Iterator[AgentStep]:
         if self.config.profile == "compact":
@@ -189,8 +180,8 @@ class Investigation:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": opening + "\n\nBegin."}]
         grammar = None
         if self.config.use_grammar:
-            grammar = prompts.step_grammar(list(self.tools.specs), abstain=self.config.abstain)
-        tools = [spec.openai_tool() for spec in self.tools.specs.values()] if native else None
+            grammar = prompts.step_grammar(self.tools.names, abstain=self.config.abstain)
+        tools = self.tools.openai_tools() if native else None
         self.corrected = False
         for _ in range(self.config.t_max):
             started = time.perf_counter()
@@ -423,7 +414,7 @@ class Investigation:
         """Standard RAG: the same retrieval, run in a fixed order, all evidence in one prompt."""
         observations = []
         for tool, arguments in self.RAG_CALLS:
-            if tool not in self.tools.specs:
+            if tool not in self.tools.names:
                 continue
             args = arguments(self.claim)
             yield AgentStep("action", f"{tool}({', '.join(args)})", tool=tool, arguments={str(i): a for i, a in enumerate(args)})

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from verifier.agent.port import EvidenceItem, ToolResult
 from verifier.agent.steps import KeyedItem
-from verifier.tools.base import EvidenceItem, ToolResult
 
 
 class SupportSet:

@@ -109,6 +109,10 @@ def calibrate_structural(model: StructuralModel) -> dict:
     from verifier.structure.scoring import FEATURES, LoadedModel
 
     rows, source = structural_fit_set(model)
+    unique: dict[tuple[int, int, int], tuple[int, int, int, bool]] = {}
+    for row in rows:  # one fold per triple: two corruptions may coincide
+        unique.setdefault(row[:3], row)
+    rows = list(unique.values())
     if not rows or len({y for *_, y in rows}) < 2:
         raise ValueError(f"no calibration data for {model.kg.name}: need held-out positives and negatives")
     triples = np.array([r[:3] for r in rows], dtype=np.int64)

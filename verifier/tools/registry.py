@@ -141,6 +141,16 @@ class Toolbox:
         self.run_cache: dict[str, dict] = {}
         self.shared_cache = shared_cache
 
+    @property
+    def names(self) -> list[str]:
+        return list(self.specs)
+
+    def describe(self) -> str:
+        return describe(list(self.specs.values()))
+
+    def openai_tools(self) -> list[dict]:
+        return [spec.openai_tool() for spec in self.specs.values()]
+
     def call(self, name: str, arguments: Mapping[str, str] | Sequence[str]) -> ToolResult:
         spec = self._find(name)
         if spec is None:
