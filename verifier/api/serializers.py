@@ -341,6 +341,54 @@ class EvaluationDetailSerializer(EvaluationSerializer):
         return EvaluationItemSerializer(reports.items(evaluation), many=True).data
 
 
+# -------------------------------------------------------------------------------------------- comparison
+class RunSideSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    verdict = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
+    final_verdict = serializers.CharField(help_text="the latest reviewer decision's verdict, else the agent's")
+    disputed = serializers.BooleanField()
+    model = serializers.CharField()
+    structural_model = serializers.IntegerField(allow_null=True)
+    elapsed_seconds = serializers.IntegerField(allow_null=True)
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    steps = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class EvidenceChangeSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    text = serializers.CharField()
+    source = serializers.CharField()
+    key_before = serializers.CharField(help_text="empty when the evidence is new in the second run")
+    key_after = serializers.CharField(help_text="empty when the second run dropped it")
+    cited_before = serializers.BooleanField()
+    cited_after = serializers.BooleanField()
+
+
+class StepPairSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    before = serializers.CharField(help_text="'action: KG_Neighbor(head=Q42)', empty past the end of that run")
+    after = serializers.CharField()
+
+
+class RunComparisonSerializer(serializers.Serializer):
+    """Two runs of one task, the older first: verdicts, evidence added, dropped and kept, steps side by side."""
+
+    before = RunSideSerializer()
+    after = RunSideSerializer()
+    verdict_changed = serializers.BooleanField()
+    final_verdict_changed = serializers.BooleanField()
+    confidence_change = serializers.FloatField(allow_null=True)
+    added = EvidenceChangeSerializer(many=True)
+    dropped = EvidenceChangeSerializer(many=True)
+    kept = EvidenceChangeSerializer(many=True)
+    steps = StepPairSerializer(many=True)
+    first_divergent_step = serializers.IntegerField(allow_null=True)
+
+
 # ------------------------------------------------------------------------------------------------- audit
 class AuditEventSerializer(serializers.ModelSerializer):
     actor = UserRefSerializer(read_only=True, allow_null=True)

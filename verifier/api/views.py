@@ -9,6 +9,7 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Count, F, Prefetch, Q
 from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -24,6 +25,7 @@ from rest_framework.views import APIView
 from verifier import exports, services
 from verifier.api import serializers as s
 from verifier.api.errors import Conflict
+from verifier.comparison import compare_runs
 from verifier.exports.records import select
 from verifier.memory import encoder
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
@@ -184,6 +186,14 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         review = services.review_run(run=run, reviewer=request.user, decision=data["decision"], reason=data["reason"],
                                      verdict=data["verdict"])
         return Response(s.ReviewSerializer(review).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: s.RunComparisonSerializer})
+    @action(detail=True, methods=["get"], url_path=r"compare/(?P<other>[0-9]+)")
+    def compare(self, request: Request, pk=None, other=None) -> Response:
+        """This run and another run of the same task side by side, the older first: what a re-verification
+        changed (verdict, confidence, evidence added and dropped, where the steps part)."""
+        runs = sorted([self.get_object(), get_object_or_404(Run, pk=other)], key=lambda run: (run.created_at, run.pk))
+        return Response(s.RunComparisonSerializer(compare_runs(*runs).as_dict()).data)
 
     @extend_schema(request=s.PromoteSerializer, responses={201: s.MemoryEntryDetailSerializer})
     @action(detail=True, methods=["post"])

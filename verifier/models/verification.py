@@ -108,6 +108,11 @@ class Run(models.Model):
         """A verdict a reviewer can accept, override or promote: the run succeeded with one."""
         return self.status == self.Status.SUCCEEDED and bool(self.verdict)
 
+    def final_verdict(self) -> str:
+        """The verdict that stands: the latest reviewer decision's (comments aside), else the agent's."""
+        decision = self.reviews.exclude(decision="comment").order_by("-created_at", "-id").first()
+        return decision.verdict if decision else self.verdict
+
     @property
     def elapsed_seconds(self) -> int | None:
         """Seconds from start to finish (to now while it runs); None before it starts."""

@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import services
+from verifier.comparison import NotComparable, compare_runs
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.web.run_assessment import run_assessment
@@ -85,6 +86,19 @@ def run_graph(request: HttpRequest, run_id: int) -> JsonResponse:
     return JsonResponse(support_subgraph(_get_run(run_id)))
 
 
+@require_GET
+@role_required(VIEWER)
+def run_compare(request: HttpRequest, run_id: int, other_id: int) -> HttpResponse:
+    """Two runs of one task side by side, the older on the left, whichever order the URL names them in."""
+    runs = sorted([_get_run(run_id), _get_run(other_id)], key=lambda run: (run.created_at, run.pk))
+    try:
+        comparison = compare_runs(*runs)
+    except NotComparable as exc:
+        return render(request, "verifier/run_compare.html", {"error": str(exc), "task": runs[1].task}, status=400)
+    return render(request, "verifier/run_compare.html", {"comparison": comparison, "task": runs[1].task,
+                                                         "before": runs[0], "after": runs[1]})
+
+
 @require_POST
 @role_required(CURATOR)
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -149,6 +163,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
 
 urlpatterns = [
     path("runs/<int:run_id>/", run_detail, name="run-detail"),
+    path("runs/<int:run_id>/compare/<int:other_id>/", run_compare, name="run-compare"),
     path("runs/<int:run_id>/graph.json", run_graph, name="run-graph"),
     path("runs/<int:run_id>/cancel/", run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/review/", run_review, name="run-review"),

@@ -46,6 +46,7 @@ def _endpoints(world, finished):
     return [
         ("run page", "get", reverse("run-detail", args=[finished.pk]), {}, "viewer"),
         ("subgraph", "get", reverse("run-graph", args=[finished.pk]), {}, "viewer"),
+        ("compare", "get", reverse("run-compare", args=[finished.pk, make_finished_run(world, finished.task).pk]), {}, "viewer"),
         ("task page", "get", reverse("task-detail", args=[fresh_task.pk]), {}, "viewer"),
         ("start run", "post", reverse("task-detail", args=[fresh_task.pk]), {}, "curator"),
         ("cancel", "post", reverse("run-cancel", args=[live.pk]), {}, "curator"),
