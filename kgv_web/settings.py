@@ -209,7 +209,10 @@ CELERY_TASK_TIME_LIMIT = KGV_RUN_TIME_LIMIT + 120
 KGV_TRAINING_TIME_LIMIT = env_int("KGV_TRAINING_TIME_LIMIT", 3 * 3600)  # a structural model's training task
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": max(KGV_RUN_TIME_LIMIT, KGV_TRAINING_TIME_LIMIT) + 600}
 # Celery beat (the demo's worker runs it with -B): runs whose worker stopped heartbeating are failed.
-CELERY_BEAT_SCHEDULE = {"sweep-stalled-runs": {"task": "verifier.sweep_stalled_runs", "schedule": 60.0}}
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stalled-runs": {"task": "verifier.sweep_stalled_runs", "schedule": 60.0},
+    "deliver-due-webhooks": {"task": "verifier.deliver_due_webhooks", "schedule": 30.0},  # retries (verifier/webhooks.py)
+}
 
 # The REST API (verifier/api, docs/api.md). Token first: an anonymous request gets 401 with
 # ``WWW-Authenticate: Token``; browsers signed in to the workbench use their session (with CSRF).

@@ -32,6 +32,10 @@ class RecordedRequest:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]  # names lower-cased
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body)
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -141,12 +145,20 @@ class LocalHTTPServer:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
+                self._answer("GET")
+
+            def do_POST(self) -> None:
+                self._answer("POST")
+
+            def _answer(self, method: str) -> None:
                 parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
                 request = RecordedRequest(
-                    method="GET",
+                    method=method,
                     path=parts.path,
                     query=parse_qs(parts.query, keep_blank_values=True),
                     headers={name.lower(): value for name, value in self.headers.items()},
+                    body=self.rfile.read(length) if length else b"",
                 )
                 reply = owner._respond(request)
                 body, content_type = reply.encoded()

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from django.db import transaction
 
+from verifier import webhooks
 from verifier.errors import ApplicationError
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
-from verifier.models import AuditEvent, KnowledgeGraph, VerificationTask
+from verifier.models import AuditEvent, KnowledgeGraph, VerificationTask, Webhook
 from verifier.realtime.publish import publish_run_status
 
 
@@ -178,6 +179,7 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
             task.save(update_fields=["status", "updated_at"])
         record_audit(actor=reviewer, action=f"review.{decision}", obj=run, before={**before, "verdict": run.verdict},
                      after={"task_status": task.status, "verdict": final, "reason": reason, "review": review.pk})
+        webhooks.emit(Webhook.Event.REVIEW_RECORDED, f"review.recorded:{review.pk}", webhooks.review_data(review))
     return review
 
 
@@ -207,6 +209,7 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
                           kg=task.kg, source_run=run, promoted_by=actor, provenance=f"promoted from run {run.pk}")
         record_audit(actor=actor, action="memory.promote", obj=entry,
                      after={"run": run.pk, "verdict": verdict, "edited": trajectory is not None})
+        webhooks.emit(Webhook.Event.MEMORY_PROMOTED, f"memory.promoted:{entry.pk}", webhooks.memory_data(entry))
     return entry
 
 
@@ -224,3 +227,35 @@ def set_memory_status(*, entry, status: str, actor=None) -> None:
         entry.save(update_fields=["status", "updated_at"])
         record_audit(actor=actor, action=f"memory.{'retire' if status == 'retired' else 'restore'}", obj=entry,
                      before={"status": before}, after={"status": status})
+
+
+def save_webhook(*, webhook, actor=None, **fields):
+    """Register a webhook (``webhook`` None) or change one: url, events, description, active."""
+    from verifier.models import Webhook
+
+    with transaction.atomic():
+        if webhook is None:
+            webhook = Webhook.objects.create(created_by=actor if getattr(actor, "is_authenticated", False) else None, **fields)
+            record_audit(actor=actor, action="webhook.create", obj=webhook, after={**fields})
+            return webhook
+        before = {name: getattr(webhook, name) for name in fields}
+        for name, value in fields.items():
+            setattr(webhook, name, value)
+        webhook.save(update_fields=list(fields) or None)
+        record_audit(actor=actor, action="webhook.update", obj=webhook, before=before, after={**fields})
+    return webhook
+
+
+def delete_webhook(*, webhook, actor=None) -> None:
+    """Remove a webhook and its delivery log."""
+    with transaction.atomic():
+        record_audit(actor=actor, action="webhook.delete", obj=webhook, before={"url": webhook.url, "events": webhook.events})
+        webhook.delete()
+
+
+def send_test_delivery(*, webhook, actor=None):
+    """A ``ping`` to the webhook now, answered with its delivery (not retried)."""
+    delivery = webhooks.ping(webhook)
+    record_audit(actor=actor, action="webhook.test", obj=webhook, after={"delivery": delivery.pk, "status": delivery.status,
+                                                                        "error": delivery.error})
+    return delivery

@@ -34,3 +34,19 @@ def sweep_stalled() -> int:
     from verifier.redelivery import redeliver_lost_runs
 
     return len(sweep_stalled_runs()) + len(redeliver_lost_runs())
+
+
+@shared_task(name="verifier.deliver_webhook", ignore_result=True)
+def deliver_webhook(delivery_id: int) -> None:
+    """The first attempt at a webhook delivery; later ones come from the sweep below."""
+    from verifier.webhooks import deliver
+
+    deliver(delivery_id)
+
+
+@shared_task(name="verifier.deliver_due_webhooks", ignore_result=True)
+def deliver_due_webhooks() -> int:
+    """Webhook deliveries whose retry is due (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
+    from verifier.webhooks import deliver_due
+
+    return deliver_due()

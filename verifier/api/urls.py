@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
-from verifier.api import views
+from verifier.api import views, webhooks
 
 app_name = "api"
 
@@ -21,6 +21,7 @@ router.register("runs", views.RunViewSet, basename="run")
 router.register("memory", views.MemoryViewSet, basename="memory")
 router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
 router.register("audit", views.AuditEventViewSet, basename="audit")
+router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 
 urlpatterns = [
     *router.urls,

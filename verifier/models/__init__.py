@@ -13,6 +13,7 @@ from verifier.models.kg import (
 from verifier.models.memory import AuditEvent, MemoryEntry, RunMemory
 from verifier.models.structure import ConfidenceModel, FitTriple, HeldOutTriple, MinedRule, StructuralModel
 from verifier.models.verification import Review, Run, Step, SupportItem, Verdict, VerificationTask
+from verifier.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -38,4 +39,6 @@ __all__ = [
     "Triple",
     "Verdict",
     "VerificationTask",
+    "Webhook",
+    "WebhookDelivery",
 ]

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from verifier.models import Run, Step
+from verifier.models import Run, Step, Webhook
 from verifier.realtime.events import RunStatusMessage, StepMessage, run_group
 from verifier.retrying import Transient, call_with_retries
 
@@ -109,5 +109,11 @@ def publish_step(step: Step) -> None:
 
 
 def publish_run_status(run: Run) -> None:
+    """Tell the run's followers its new state once committed; a run that has just finished (succeeded, failed or
+    cancelled; not one of an evaluation) is also announced to the webhooks subscribed to ``run.finished``."""
     message: RunStatusMessage = {"type": "run.status", "run": run_payload(run)}
     transaction.on_commit(lambda: send_to_group(run_group(run.pk), message))
+    if run.is_finished and not run.evaluation_items.exists():
+        from verifier import webhooks
+
+        webhooks.emit(Webhook.Event.RUN_FINISHED, f"run.finished:{run.pk}", webhooks.run_data(run))

@@ -61,6 +61,14 @@ ENDPOINTS = [
     Endpoint("evaluation detail", "get", "viewer", 200, lambda o: reverse("api:evaluation-detail", args=[o["evaluation"].pk])),
     Endpoint("audit list", "get", "admin", 200, lambda o: reverse("api:audit-list")),
     Endpoint("audit detail", "get", "admin", 200, lambda o: reverse("api:audit-detail", args=[o["audit"].pk])),
+    Endpoint("run compare", "get", "viewer", 200,
+             lambda o: reverse("api:run-compare", kwargs={"pk": o["rerun"].pk, "other": o["run"].pk})),
+    Endpoint("webhook list", "get", "admin", 200, lambda o: reverse("api:webhook-list")),
+    Endpoint("webhook register", "post", "admin", 201, lambda o: reverse("api:webhook-list"),
+             lambda o: {"url": "https://example.org/hook", "events": ["review.recorded"]}),
+    Endpoint("webhook detail", "get", "admin", 200, lambda o: reverse("api:webhook-detail", args=[o["webhook"].pk])),
+    Endpoint("webhook test", "post", "admin", 200, lambda o: reverse("api:webhook-test", args=[o["webhook"].pk])),
+    Endpoint("webhook deliveries", "get", "admin", 200, lambda o: reverse("api:webhook-deliveries", args=[o["webhook"].pk])),
     Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
     Endpoint("schema", "get", "viewer", 200, lambda o: reverse("api:schema")),
     Endpoint("docs", "get", "viewer", 200, lambda o: reverse("api:docs")),
@@ -69,14 +77,17 @@ ENDPOINTS = [
 
 @pytest.fixture
 def objects(verified):
+    from tests.http_fixtures import refused_url
     from tests.verifier.exports.verified_runs import make_task
-    from verifier.models import AuditEvent, Evaluation
+    from verifier.models import AuditEvent, Evaluation, Webhook
 
     other = make_task(verified["kg"], tail="Q90")  # its run in flight leaves verified["task"] free to start
     queued = Run.objects.create(task=other, status=Run.Status.QUEUED)
     audit = AuditEvent.objects.create(action="test.event", object_type="verifier.run", object_id=str(queued.pk))
     evaluation = Evaluation.objects.create(name="permissions", kg=verified["kg"], benchmark="codex-s", sample_size=2)
-    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation}
+    rerun = Run.objects.create(task=verified["run"].task, status=Run.Status.FAILED, error="the model endpoint is down")
+    webhook = Webhook.objects.create(url=refused_url() + "/hook")  # a test delivery fails fast, and is answered 200
+    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "rerun": rerun, "webhook": webhook}
 
 
 def call(client: APIClient, endpoint: Endpoint, objects):

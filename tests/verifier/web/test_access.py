@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 import pytest
 from django.urls import reverse
 
+from tests.http_fixtures import refused_url
 from tests.verifier.web.run_pages import make_finished_run, make_world
 from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing, is_login_redirect, signed_in, upload  # noqa: F401  (autouse fixture)
 from verifier.memory import bank
-from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, VerificationTask
+from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, VerificationTask, Webhook
 from verifier.roles import ROLES
-from verifier.web import evaluations, memory, queue, structure
+from verifier.web import evaluations, memory, queue, structure, webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +48,12 @@ ENDPOINTS = [
     Endpoint("queue-import", "post", lambda rows: reverse("queue-import"), "curator", label="import a file",
              data=lambda rows: {"kg": rows["kg"].pk, "file": upload("flagged.csv", "Q42,P19,Q142\n")}),
     Endpoint("audit-log", "get", lambda rows: reverse("audit-log"), "admin"),
+    Endpoint("webhook-list", "get", lambda rows: reverse("webhook-list"), "admin"),
+    Endpoint("webhook-list", "post", lambda rows: reverse("webhook-list"), "admin", label="register a webhook",
+             data=lambda rows: {"url": "https://example.org/hook", "events": ["run.finished"]}),
+    Endpoint("webhook-test", "post", lambda rows: reverse("webhook-test", args=[rows["webhook"].pk]), "admin"),
+    Endpoint("webhook-toggle", "post", lambda rows: reverse("webhook-toggle", args=[rows["webhook"].pk]), "admin"),
+    Endpoint("webhook-delete", "post", lambda rows: reverse("webhook-delete", args=[rows["webhook"].pk]), "admin"),
     Endpoint("memory-list", "get", lambda rows: reverse("memory-list") + "?q=Douglas&mode=similar", "viewer"),
     Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
     Endpoint("memory-status", "post", lambda rows: reverse("memory-status", args=[rows["entry"].pk]), "reviewer",
@@ -78,18 +85,20 @@ def rows(make_user) -> dict:
     evaluation = Evaluation.objects.create(name="access-codex", suite="access", kg=world.kg, benchmark="codex-s",
                                            sample_size=2)
     return {"kg": world.kg, "task": world.task("Q145", "P17", "Q142"), "run": run, "entry": entry,
-            "curator": make_user("curator", "assignable"), "evaluation": evaluation}
+            "curator": make_user("curator", "assignable"), "evaluation": evaluation,
+            "webhook": Webhook.objects.create(url=refused_url() + "/hook")}  # a test delivery fails fast
 
 
 def _state() -> tuple:
     """Everything a page could write."""
     return (AuditEvent.objects.count(), Run.objects.count(), VerificationTask.objects.count(),
             list(VerificationTask.objects.order_by("pk").values_list("assignee_id", flat=True)),
-            list(MemoryEntry.objects.order_by("pk").values_list("status", flat=True)), Review.objects.count())
+            list(MemoryEntry.objects.order_by("pk").values_list("status", flat=True)), Review.objects.count(),
+            list(Webhook.objects.order_by("pk").values_list("active", flat=True)))
 
 
 def test_every_page_url_is_in_the_matrix():
-    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns]}
+    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns]}
     names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 
