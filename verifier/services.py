@@ -259,3 +259,26 @@ def send_test_delivery(*, webhook, actor=None):
     record_audit(actor=actor, action="webhook.test", obj=webhook, after={"delivery": delivery.pk, "status": delivery.status,
                                                                         "error": delivery.error})
     return delivery
+
+
+class ViewRejected(ApplicationError):
+    """A saved view that cannot be kept as asked."""
+
+
+def save_view(*, user, name: str, query: str):
+    """Keep the queue's filters ``query`` under ``name`` for ``user`` (a view of that name is replaced)."""
+    from verifier.models import SavedView
+
+    name = name.strip()
+    if not name:
+        raise ViewRejected("a saved view needs a name")
+    with transaction.atomic():
+        view, created = SavedView.objects.update_or_create(user=user, name=name[:80], defaults={"query": query})
+        record_audit(actor=user, action="view.save", obj=view, after={"name": view.name, "query": query, "new": created})
+    return view
+
+
+def delete_view(*, view, user) -> None:
+    with transaction.atomic():
+        record_audit(actor=user, action="view.delete", obj=view, before={"name": view.name, "query": view.query})
+        view.delete()

@@ -12,7 +12,7 @@ from verifier.models.kg import (
 )
 from verifier.models.memory import AuditEvent, MemoryEntry, RunMemory
 from verifier.models.structure import ConfidenceModel, FitTriple, HeldOutTriple, MinedRule, StructuralModel
-from verifier.models.verification import Review, Run, Step, SupportItem, Verdict, VerificationTask
+from verifier.models.verification import Review, Run, SavedView, Step, SupportItem, Verdict, VerificationTask
 from verifier.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "Review",
     "Run",
     "RunMemory",
+    "SavedView",
     "Step",
     "SupportItem",
     "Triple",

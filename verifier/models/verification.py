@@ -202,3 +202,19 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} of run {self.run_id} by {self.reviewer_id}"
+
+
+class SavedView(models.Model):
+    """A curator's named queue filter ("disputed, low confidence, mine"), kept as the queue's query string."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_views")
+    name = models.CharField(max_length=80)
+    query = models.TextField(help_text="the queue's filter parameters, URL-encoded")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="one_saved_view_per_name_and_user")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user_id})"

@@ -31,6 +31,7 @@ from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
 from verifier.selectors import tasks_in_flight
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
 from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
+from verifier.web.saved_views import saved_views, view_query
 from verifier.web.structure import status_context
 
 PAGE_SIZES = (25, 50, 100, 200)
@@ -105,6 +106,8 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "per_page": _page_size(request),
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
+        "saved_views": saved_views(request.user),
+        "view_query": view_query(request.GET),
         **status_context(),
     }
     try:

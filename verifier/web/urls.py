@@ -1,5 +1,6 @@
 """Workbench page routes; each area module owns its own paths."""
 
-from verifier.web import memory, queue, runs, structure, webhooks
+from verifier.web import memory, queue, runs, saved_views, structure, webhooks
 
-urlpatterns = [*queue.urlpatterns, *runs.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns]
+urlpatterns = [*queue.urlpatterns, *saved_views.urlpatterns, *runs.urlpatterns, *memory.urlpatterns, *structure.urlpatterns,
+               *webhooks.urlpatterns]

@@ -13,9 +13,9 @@ from tests.http_fixtures import refused_url
 from tests.verifier.web.run_pages import make_finished_run, make_world
 from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing, is_login_redirect, signed_in, upload  # noqa: F401  (autouse fixture)
 from verifier.memory import bank
-from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, VerificationTask, Webhook
+from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, SavedView, VerificationTask, Webhook
 from verifier.roles import ROLES
-from verifier.web import evaluations, memory, queue, structure, webhooks
+from verifier.web import evaluations, memory, queue, saved_views, structure, webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -54,6 +54,10 @@ ENDPOINTS = [
     Endpoint("webhook-test", "post", lambda rows: reverse("webhook-test", args=[rows["webhook"].pk]), "admin"),
     Endpoint("webhook-toggle", "post", lambda rows: reverse("webhook-toggle", args=[rows["webhook"].pk]), "admin"),
     Endpoint("webhook-delete", "post", lambda rows: reverse("webhook-delete", args=[rows["webhook"].pk]), "admin"),
+    Endpoint("saved-view-save", "post", lambda rows: reverse("saved-view-save"), "viewer",
+             data=lambda rows: {"name": "disputed", "query": "disputed=true&sort=confidence&page=3"}),
+    Endpoint("saved-view-delete", "post", lambda rows: reverse("saved-view-delete", args=[_view_of_the_signed_in_user().pk]),
+             "viewer"),
     Endpoint("memory-list", "get", lambda rows: reverse("memory-list") + "?q=Douglas&mode=similar", "viewer"),
     Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
     Endpoint("memory-status", "post", lambda rows: reverse("memory-status", args=[rows["entry"].pk]), "reviewer",
@@ -70,6 +74,13 @@ ENDPOINTS = [
     Endpoint("run-promote", "post", lambda rows: reverse("run-promote", args=[rows["run"].pk]), "reviewer", label="promote",
              data=lambda rows: {"triple_text": "Douglas Adams citizen of the UK", "trajectory": "Thought: edited"}),
 ]
+
+
+def _view_of_the_signed_in_user():
+    """A saved view of the user the test has just signed in (the newest): only its owner may remove it."""
+    from django.contrib.auth import get_user_model
+
+    return SavedView.objects.create(user=get_user_model().objects.latest("pk"), name="mine", query="assignee=me")
 
 
 def _below(role: str) -> str | None:
@@ -98,7 +109,8 @@ def _state() -> tuple:
 
 
 def test_every_page_url_is_in_the_matrix():
-    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns]}
+    names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns,
+                                          *saved_views.urlpatterns]}
     names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 
