@@ -84,7 +84,8 @@ def _identity(item: SupportItem) -> str:
 
 def _step_text(step) -> str:
     if step.kind == "action" and step.tool:
-        arguments = ", ".join(f"{name}={value}" for name, value in sorted((step.arguments or {}).items()))
+        arguments = ", ".join(str(value) if str(name).isdigit() else f"{name}={value}"  # positional ones as given
+                              for name, value in sorted((step.arguments or {}).items()))
         return f"action: {step.tool}({arguments})"
     first = (step.content or "").strip().splitlines()[0] if (step.content or "").strip() else ""
     return f"{step.kind}: {first[:160]}"

@@ -1,0 +1,70 @@
+"""What changed and who hears of it, in a real browser: an admin registers a webhook and tests it, a curator
+re-verifies a triple and compares the two runs side by side, the receiver hears of both runs without polling,
+and the curator keeps the queue's filters as a saved view."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import sign_in
+from tests.browser.test_workbench import finished_run, shoot, task_of
+from tests.http_fixtures import LocalHTTPServer, Reply
+from tests.users import PASSWORD
+from tests.verifier.test_webhooks import signature_is_valid
+from tests.workers import wait_for
+from verifier.models import SavedView, Webhook, WebhookDelivery
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook(browser_context, world_kg, make_user):
+    make_user("admin", username="ada")
+    curator = make_user("curator", username="cora")
+    with LocalHTTPServer() as receiver:
+        receiver.route("/kgv", Reply({"ok": True}))
+        admin = sign_in(browser_context, "ada", PASSWORD)
+        admin.goto("/webhooks/")
+        admin.fill("#webhook-form input[name=url]", receiver.url + "/kgv")
+        admin.check("#webhook-form input[value='run.finished']")
+        admin.fill("#webhook-form input[name=description]", "curation pipeline")
+        admin.click("#webhook-form button[type=submit]")
+        hook = wait_for(lambda: Webhook.objects.first(), 10, "the webhook")
+        assert hook.secret in admin.inner_text(".messages")  # shown this once
+        admin.click(f"#webhook-{hook.pk} .test-button")
+        admin.wait_for_selector(".messages >> text=Test delivered")
+        assert signature_is_valid(receiver.requests[-1], hook.secret)
+
+        task = task_of(world_kg, "Q42", "P27", "Q145")
+        first, second = finished_run(task, curator), finished_run(task, curator)
+        def run_events():
+            return [r for r in receiver.requests if r.header("KGV-Event") == "run.finished"]
+
+        finished = wait_for(lambda: len(run_events()) == 2 and run_events(), 30, "two run.finished deliveries")
+        assert sorted(r.json()["data"]["run"] for r in finished) == [first.pk, second.pk]
+        assert all(signature_is_valid(r, hook.secret) for r in finished)
+        wait_for(lambda: WebhookDelivery.objects.filter(webhook=hook, status="delivered").count() == 3, 10,
+                 "the test and both runs logged as delivered")
+        admin.goto("/webhooks/")
+        assert admin.locator(f"#webhook-{hook.pk} tr.delivery-delivered").count() == 3
+
+    browser_context.clear_cookies()  # sign out the admin
+    page = sign_in(browser_context, "cora", PASSWORD)
+    page.goto(f"/runs/{second.pk}/")
+    page.click(".other-runs .compare-link")
+    page.wait_for_selector("#compare-title")
+    assert page.inner_text("#compare-title") == f"What changed from run {first.pk} to run {second.pk}"
+    summary = page.inner_text("#compare-summary")
+    assert "Same verdict" in summary and "added" in summary and "kept" in summary
+    assert page.locator("#step-changes tbody tr").count() == max(first.steps.count(), second.steps.count())
+    shoot(page, "compare")
+
+    page.goto("/?verdict=correct&sort=confidence")
+    page.fill("#save-view-form input[name=name]", "correct, least confident")
+    page.click("#save-view-form button[type=submit]")
+    page.wait_for_selector("#saved-views a >> text=correct, least confident")
+    assert SavedView.objects.get(user=curator).query == "verdict=correct&sort=confidence"
+    page.goto("/")
+    page.click("#saved-views a >> text=correct, least confident")
+    page.wait_for_load_state()
+    assert page.url.endswith("/?verdict=correct&sort=confidence"), page.url
+    assert page.locator("#filters select[name=verdict]").input_value() == "correct"
