@@ -13,14 +13,16 @@
 ``confidence_min`` / ``confidence_max``   bounds (0–1) on the latest verdict's confidence
 ``disputed``    ``true``: only tasks whose latest verdict the structural evidence disputes; ``false``: the
                 others (including tasks with no verdict yet)
+``signal``      verdict quality signals of the latest verdict (verifier/quality.py), one or several (all must
+                hold), or ``any`` (at least one) / ``none`` (no signal)
 ``assignee``    a user id, ``me`` (the requesting user) or ``none`` (unassigned)
 ``q``           case-insensitive search in the head, relation and tail labels and ids
 ``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
 =============== ======================================================================================
 
 Every returned task carries the annotations ``latest_run_id``, ``latest_run_status`` (its newest run of
-any status), ``verdict``, ``confidence``, ``disputed`` and ``disputed_reason`` (its newest run with a
-verdict) and ``review_agrees`` (None when unreviewed). A value that cannot be understood raises
+any status), ``verdict``, ``confidence``, ``disputed``, ``disputed_reason`` and ``signals`` (its newest run
+with a verdict) and ``review_agrees`` (None when unreviewed). A value that cannot be understood raises
 QueueFilterError naming the parameter.
 """
 
@@ -28,11 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.db.models import BooleanField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import BooleanField, ExpressionWrapper, F, JSONField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 
 from verifier.errors import ApplicationError
 from verifier.models import Review, Run, Verdict, VerificationTask
+from verifier.quality import CODES
 
 SORT_KEYS = {
     "created": "created_at",
@@ -49,7 +52,8 @@ AGREEMENT_VALUES = ("agree", "disagree", "unreviewed")
 DISPUTED_VALUES = ("true", "false")
 VERDICT_VALUES = (*Verdict.values, "none")
 FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
-                 "assignee", "q", "sort")
+                 "signal", "assignee", "q", "sort")
+SIGNAL_VALUES = (*CODES, "any", "none")
 
 
 class QueueFilterError(ApplicationError):
@@ -76,6 +80,7 @@ def annotate_latest(queryset: QuerySet) -> QuerySet:
         verdict=Subquery(with_verdict.values("verdict")[:1]),
         confidence=Subquery(with_verdict.values("confidence")[:1]),
         disputed=Subquery(with_verdict.values("disputed")[:1]),
+        signals=Subquery(with_verdict.values("signals")[:1], output_field=JSONField()),
         disputed_reason=Subquery(with_verdict.annotate(reason=KeyTextTransform("disputed_reason", "assessment")).values("reason")[:1]),
         review_agrees=Subquery(decisions.values("agrees")[:1]),
     )
@@ -166,6 +171,15 @@ def _filter_disputed(queryset: QuerySet, value: str) -> QuerySet:
     return queryset.filter(Q(disputed=False) | Q(disputed__isnull=True))
 
 
+def _filter_signals(queryset: QuerySet, wanted: list[str]) -> QuerySet:
+    """Every named signal holds on the latest verdict; ``any``: at least one does; ``none``: none does."""
+    if "none" in wanted:
+        return queryset.filter(Q(signals__isnull=True) | Q(signals=[]))
+    if "any" in wanted:
+        return queryset.exclude(Q(signals__isnull=True) | Q(signals=[]))
+    return queryset.filter(signals__contains=wanted)
+
+
 def _search(queryset: QuerySet, text: str) -> QuerySet:
     condition = Q()
     for part in ("head", "relation", "tail"):
@@ -203,6 +217,8 @@ def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
         queryset = queryset.filter(confidence__lte=high)
     if disputed := _single(params, "disputed"):
         queryset = _filter_disputed(queryset, disputed)
+    if signals := _choices(params, "signal", SIGNAL_VALUES):
+        queryset = _filter_signals(queryset, signals)
     if assignee := _single(params, "assignee"):
         queryset = _filter_assignee(queryset, assignee, user)
     if text := str(params.get("q") or "").strip():  # free text: commas are part of the label

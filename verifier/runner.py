@@ -26,6 +26,7 @@ from verifier.agent.steps import AgentStep, Claim
 from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
 from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
+from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.services import release_task
 from verifier.tools.base import QueryTriple
@@ -171,9 +172,10 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     if final is None:  # cancelled: the task goes back to the queue
         release_task(task.pk)
         return run
-    _finish(run, Run.Status.SUCCEEDED, verdict=final.verdict or "", explanation=final.explanation,
+    run.verdict = final.verdict or ""
+    _finish(run, Run.Status.SUCCEEDED, verdict=run.verdict, explanation=final.explanation,
             confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
-            structural_model_id=assessment.structural_model)
+            structural_model_id=assessment.structural_model, signals=signals_of(run, forced=final.forced))
     return run
 
 

@@ -58,12 +58,14 @@ class TaskSerializer(serializers.ModelSerializer):
     disputed = serializers.BooleanField(read_only=True, allow_null=True,
                                         help_text="the structural evidence disputes the latest verdict (null: no verdict yet)")
     agreement = serializers.SerializerMethodField(help_text="agree / disagree with the latest reviewer decision, or unreviewed")
+    signals = serializers.ListField(child=serializers.CharField(), read_only=True, allow_null=True,
+                                    help_text="verdict quality signals of the latest verdict (null: no verdict yet)")
 
     class Meta:
         model = VerificationTask
         fields = ["id", "kg", "kg_name", "head", "relation", "tail", "status", "assignee", "source", "expected_label",
-                  "latest_run_id", "latest_run_status", "verdict", "confidence", "disputed", "agreement", "created_at",
-                  "updated_at"]
+                  "latest_run_id", "latest_run_status", "verdict", "confidence", "disputed", "signals", "agreement",
+                  "created_at", "updated_at"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.ChoiceField(choices=["agree", "disagree", "unreviewed"]))
@@ -216,7 +218,7 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "task", "triple", "status", "verdict", "confidence", "disputed", "assessment", "structural_model",
+        fields = ["id", "task", "triple", "status", "verdict", "confidence", "disputed", "signals", "assessment", "structural_model",
                   "model", "config", "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_by", "created_at",
                   "started_at", "finished_at"]
         read_only_fields = fields

@@ -42,6 +42,8 @@ QUEUE_PARAMETERS = [
     OpenApiParameter("confidence_min", float), OpenApiParameter("confidence_max", float),
     OpenApiParameter("disputed", str, enum=["true", "false"],
                      description="true: only tasks whose latest verdict the structural evidence disputes; false: exclude them"),
+    OpenApiParameter("signal", str, description="verdict quality signals of the latest verdict (all must hold): cites_nothing, "
+                     "off_claim, forced, looped, memory_other, weak_memory; or any / none"),
     OpenApiParameter("assignee", str, description="user id, me or none"),
     OpenApiParameter("q", str, description="search in head, relation and tail labels"),
     OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),

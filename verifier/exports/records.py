@@ -83,6 +83,7 @@ class RunRecord:
     explanation: str
     confidence: float | None  # calibrated probability that the verdict is right
     disputed: bool  # the agent's verdict and the structural evidence disagree
+    signals: list[str]  # verdict quality signals (verifier/quality.py)
     p_true: float | None  # combined calibrated probability that the triple is true
     structural_probability: float | None  # the KG-embedding model's calibrated P(true)
     assessment: dict  # everything the confidence was computed from ({} on older runs)
@@ -166,7 +167,7 @@ def _record(run: Run) -> RunRecord:
         run_id=run.pk, task_id=task.pk, kg=task.kg.name,
         head=_term(task.head), relation=_term(task.relation), tail=_term(task.tail),
         expected_label=task.expected_label, status=run.status, verdict=run.verdict, explanation=run.explanation,
-        confidence=run.confidence, disputed=run.disputed, p_true=_probability(assessment, "p_true"),
+        confidence=run.confidence, disputed=run.disputed, signals=list(run.signals or []), p_true=_probability(assessment, "p_true"),
         structural_probability=_probability(assessment, "structural_probability"), assessment=assessment,
         structural_model_id=run.structural_model_id,
         structural_model=run.structural_model.description if run.structural_model else "",

@@ -15,7 +15,7 @@ JSON_FORMAT = "kgv-export/1"
 
 CSV_COLUMNS = (
     "run_id", "task_id", "kg", "head_id", "head", "relation_id", "relation", "tail_id", "tail", "expected_label",
-    "status", "verdict", "confidence", "disputed", "disputed_reason", "p_true", "structural_probability", "structural_model",
+    "status", "verdict", "confidence", "disputed", "disputed_reason", "signals", "p_true", "structural_probability", "structural_model",
     "final_verdict", "review_decision", "reviewer", "review_reason",
     "explanation", "model", "prompt_tokens", "completion_tokens", "cost_usd", "steps", "cited_evidence",
     "cited_sources", "cited_hashes", "created_at", "finished_at",
@@ -49,6 +49,7 @@ def _csv_row(record: RunRecord) -> dict:
         "confidence": _number(record.confidence),
         "disputed": str(record.disputed).lower(),
         "disputed_reason": record.disputed_reason,
+        "signals": " | ".join(record.signals),
         "p_true": _number(record.p_true),
         "structural_probability": _number(record.structural_probability),
         "structural_model": record.structural_model,

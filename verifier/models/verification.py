@@ -82,6 +82,7 @@ class Run(models.Model):
     # The evidence the confidence was computed from (structural probability, rules, reading, agent verdict).
     assessment = models.JSONField(default=dict, blank=True)
     disputed = models.BooleanField(default=False, help_text="the agent's verdict and the structural evidence disagree")
+    signals = models.JSONField(default=list, blank=True, help_text="verdict quality signals (verifier/quality.py)")
     structural_model = models.ForeignKey("verifier.StructuralModel", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="runs", help_text="the embedding model that scored the triple")
     error = models.TextField(blank=True)

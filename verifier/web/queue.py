@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier import services
 from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
+from verifier.quality import SIGNALS, described
 from verifier.queue_filters import AGREEMENT_VALUES, FILTER_PARAMS, QueueFilterError, annotate_latest, filter_tasks
 from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
 from verifier.selectors import tasks_in_flight
@@ -69,6 +70,8 @@ def _filter_choices() -> dict:
         "verdicts": [*Verdict.choices, ("none", "No verdict yet")],
         "agreements": [(value, AGREEMENT_LABELS[value]) for value in AGREEMENT_VALUES],
         "disputed_choices": DISPUTED_CHOICES,
+        "signal_choices": [("any", "Any warning"), ("none", "No warning"),
+                           *((code, f"⚠ {signal.label}") for code, signal in SIGNALS.items())],
         "assignees": list(assignable_users()),
         "sorts": SORT_CHOICES,
         "page_sizes": PAGE_SIZES,
@@ -86,6 +89,7 @@ def _rows(tasks, queue_param: str) -> list[VerificationTask]:
         task.href = task_url(task.pk) + suffix
         task.run_href = run_url(task.latest_run_id) if task.latest_run_id else ""
         task.live = task.latest_run_status in Run.IN_FLIGHT
+        task.signal_list = described(task.signals)
     return rows
 
 

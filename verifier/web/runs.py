@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier import services
 from verifier.comparison import NotComparable, compare_runs
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
+from verifier.quality import described
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
@@ -64,6 +65,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "promote_url": _promote_url(run),
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
+        "signals": described(run.signals),
         **status_context([run.task.kg_id]),
     }
 

@@ -152,6 +152,7 @@ def test_a_repeated_action_ends_the_loop_in_the_mandatory_judgment(task):
     thoughts = run.steps.filter(kind="thought").values_list("content", flat=True)
     assert any(t.startswith("(an action was repeated: mandatory judgment)") for t in thoughts)
     assert run.status == Run.Status.SUCCEEDED and run.verdict == "correct"
+    assert {"forced", "looped"} <= set(run.signals)
 
 
 def test_without_a_fitted_weighing_the_answer_stands_without_confidence(task):

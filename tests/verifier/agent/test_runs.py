@@ -51,6 +51,7 @@ def test_plan_act_observe_answer_with_cited_evidence(task):
     assert cited.cited and cited.kind == "path" and len(cited.content_hash) == 64
     assert SupportItem.objects.filter(run=run, cited=False).exists()
     assert run.prompt_tokens > 0 and run.completion_tokens > 0 and run.model == "scripted"
+    assert not {"cites_nothing", "off_claim", "forced", "looped"} & set(run.signals)
     assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.VERIFIED
     # The plan is observation 0 of the loop; the stop sequence keeps the model from writing observations.
     react = requests[1]
@@ -70,6 +71,7 @@ def test_mandatory_judgment_at_t_max(task):
     assert judgment[-1]["role"] == "user" and judgment[-1]["content"].startswith("The step limit is reached")
     assert run.verdict == "correct"
     assert "mandatory judgment" in run.steps.get(seq=8).content
+    assert {"forced", "looped"} <= set(run.signals)  # shown as quality signals on the run and in the queue
 
 
 def test_unreadable_judgment_falls_back_to_the_initial_impression(task):
