@@ -183,6 +183,32 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
     return review
 
 
+UNDO_SECONDS = 15 * 60
+
+
+def undo_review(*, review, actor) -> None:
+    """Take back a decision or comment its reviewer recorded in the last UNDO_SECONDS. A task left with no
+    decision on any of its runs is back to verified."""
+    from django.utils import timezone
+
+    from verifier.models import Review, VerificationTask
+
+    if review.reviewer_id != getattr(actor, "pk", None):
+        raise ReviewRejected("only the reviewer who recorded a decision can undo it")
+    if (timezone.now() - review.created_at).total_seconds() > UNDO_SECONDS:
+        raise ReviewRejected(f"a decision can be undone for {UNDO_SECONDS // 60} minutes; record a new one instead")
+    with transaction.atomic():
+        task = VerificationTask.objects.select_for_update().get(pk=review.run.task_id)
+        before = {"decision": review.decision, "verdict": review.verdict, "reason": review.reason, "task_status": task.status}
+        run, pk = review.run, review.pk
+        review.delete()
+        decided = Review.objects.filter(run__task=task).exclude(decision=Review.Decision.COMMENT).exists()
+        if not decided and task.status == VerificationTask.Status.REVIEWED:
+            task.status = VerificationTask.Status.VERIFIED
+            task.save(update_fields=["status", "updated_at"])
+        record_audit(actor=actor, action="review.undo", obj=run, before=before, after={"review": pk, "task_status": task.status})
+
+
 def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str | None = None):
     """Copy a finished run into the memory bank (optionally with an edited trajectory); the next run can
     retrieve it at once. The entry's verdict is the latest reviewed verdict, else the run's."""

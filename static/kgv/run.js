@@ -308,6 +308,7 @@
       reason.focus();
     },
     m: () => page.dataset.canReview === "true" && go(page.dataset.promoteUrl),
+    u: () => $("undo-form")?.requestSubmit(),
     "?": () => toggleShortcuts(),
   };
 

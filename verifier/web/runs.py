@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import services
@@ -24,6 +25,7 @@ from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
 from verifier.web.structure import status_context
 
+UNDO_SESSION_KEY = "kgv_undo_review"
 DECISIONS_NEEDING_REVIEWER = {Review.Decision.ACCEPT, Review.Decision.OVERRIDE, Review.Decision.NOT_ENOUGH_EVIDENCE}
 
 
@@ -63,6 +65,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
         "promote_url": _promote_url(run),
+        "undo_review": undoable_review(request),
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
         "signals": described(run.signals),
@@ -122,15 +125,45 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
     if decision in DECISIONS_NEEDING_REVIEWER and not has_role(request.user, REVIEWER):
         raise PermissionDenied("deciding on a verdict needs the reviewer role")
     try:
-        services.review_run(run=run, reviewer=request.user, decision=decision, reason=request.POST.get("reason", ""),
+        review = services.review_run(run=run, reviewer=request.user, decision=decision, reason=request.POST.get("reason", ""),
                             verdict=request.POST.get("verdict", ""))
     except services.ReviewRejected as rejected:
         context = _run_context(request, run)
         context.update(review_error=str(rejected), review_reason=request.POST.get("reason", ""), review_decision=decision)
         return render(request, "verifier/run_detail.html", context, status=400)
     label = dict(Review.Decision.choices)[decision]
+    queue = request.POST.get("queue", "")
+    request.session[UNDO_SESSION_KEY] = review.pk
+    _, next_id = queue_neighbours(run.task, queue, request.user)
+    if decision != Review.Decision.COMMENT and request.POST.get("advance") and next_id:
+        messages.success(request, f"{label} recorded for run {run.pk}; this is the next task of the queue.")
+        return redirect(_with_queue(reverse("task-detail", args=[next_id]), queue))
     messages.success(request, f"{label} recorded for run {run.pk}.")
-    return redirect(_with_queue(reverse("run-detail", args=[run.pk]), request.POST.get("queue", "")))
+    return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
+
+
+def undoable_review(request: HttpRequest) -> Review | None:
+    """The decision the user recorded last in this session, while it can still be undone."""
+    pk = request.session.get(UNDO_SESSION_KEY)
+    review = Review.objects.select_related("run").filter(pk=pk, reviewer_id=request.user.pk).first() if pk else None
+    if review is None or (timezone.now() - review.created_at).total_seconds() > services.UNDO_SECONDS:
+        return None
+    return review
+
+
+@require_POST
+@role_required(CURATOR)
+def review_undo(request: HttpRequest, review_id: int) -> HttpResponse:
+    review = get_object_or_404(Review.objects.select_related("run"), pk=review_id)
+    run_id = review.run_id
+    try:
+        services.undo_review(review=review, actor=request.user)
+    except services.ReviewRejected as rejected:
+        messages.error(request, f"Nothing undone: {rejected}.")
+    else:
+        request.session.pop(UNDO_SESSION_KEY, None)
+        messages.success(request, f"Undid the {review.get_decision_display().lower()} on run {run_id}.")
+    return redirect(_with_queue(reverse("run-detail", args=[run_id]), request.POST.get("queue", "")))
 
 
 @require_http_methods(["GET", "POST"])
@@ -156,6 +189,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     previous_id, next_id = queue_neighbours(task, queue, request.user)
     return render(request, "verifier/task_detail.html", {
         "task": task,
+        "undo_review": undoable_review(request),
         "queue": queue,
         "can_curate": has_role(request.user, CURATOR),
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
@@ -169,5 +203,6 @@ urlpatterns = [
     path("runs/<int:run_id>/graph.json", run_graph, name="run-graph"),
     path("runs/<int:run_id>/cancel/", run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/review/", run_review, name="run-review"),
+    path("reviews/<int:review_id>/undo/", review_undo, name="review-undo"),
     path("tasks/<int:task_id>/", task_detail, name="task-detail"),
 ]

@@ -288,3 +288,48 @@ def test_a_queue_filter_the_queue_page_would_reject_falls_back_to_the_whole_queu
     middle = make_finished_run(world, world.task("Q42", "P19", "Q350"))
     page = client_for(make_user, "viewer").get(reverse("run-detail", args=[middle.pk]), {"queue": "status=bogus"}).content.decode()
     assert _nav(page)[1] == reverse("task-detail", args=[oldest.pk]) + "?queue=status%3Dbogus"
+
+
+# ---- review that flows: decide, advance, undo ----------------------------------------------------------
+
+def test_a_decision_advances_to_the_next_task_and_can_be_undone_from_there(make_user, world):
+    reviewed = make_finished_run(world)  # the newer task comes first in the queue
+    older = world.task("Q42", "P19", "Q350")
+    VerificationTask.objects.filter(pk=older.pk).update(created_at=reviewed.task.created_at.replace(year=2020))
+    client = client_for(make_user, "reviewer")
+    response = _review(client, reviewed, decision="accept", advance="1")
+    assert response["Location"] == reverse("task-detail", args=[older.pk])
+    page = client.get(response["Location"]).content.decode()
+    assert "this is the next task of the queue" in page and 'id="undo-form"' in page
+    review = Review.objects.get(run=reviewed)
+    assert f'action="{reverse("review-undo", args=[review.pk])}"' in page
+    assert VerificationTask.objects.get(pk=reviewed.task_id).status == "reviewed"
+
+    undone = client.post(reverse("review-undo", args=[review.pk]))
+    assert undone["Location"] == reverse("run-detail", args=[reviewed.pk])
+    assert not Review.objects.filter(run=reviewed).exists()
+    assert VerificationTask.objects.get(pk=reviewed.task_id).status == "verified"
+    assert "Undid the accept on run" in client.get(undone["Location"]).content.decode()
+    assert 'id="undo-form"' not in client.get(undone["Location"]).content.decode()
+
+
+def test_without_advance_or_a_next_task_the_decision_stays_on_the_run(make_user, finished):
+    client = client_for(make_user, "reviewer")
+    response = _review(client, finished, decision="accept")
+    assert response["Location"] == reverse("run-detail", args=[finished.pk])
+
+
+def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, finished):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    reviewer = client_for(make_user, "reviewer")
+    _review(reviewer, finished, decision="override", reason="wrong edge", verdict="incorrect")
+    review = Review.objects.get(run=finished)
+    other = client_for(make_user, "reviewer")
+    refused = other.post(reverse("review-undo", args=[review.pk]), follow=True).content.decode()
+    assert "only the reviewer who recorded a decision can undo it" in refused and Review.objects.filter(pk=review.pk).exists()
+    Review.objects.filter(pk=review.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    late = reviewer.post(reverse("review-undo", args=[review.pk]), follow=True).content.decode()
+    assert "can be undone for 15 minutes" in late and Review.objects.filter(pk=review.pk).exists()
