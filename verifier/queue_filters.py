@@ -15,6 +15,10 @@
                 others (including tasks with no verdict yet)
 ``signal``      verdict quality signals of the latest verdict (verifier/quality.py), one or several (all must
                 hold), or ``any`` (at least one) / ``none`` (no signal)
+``origin``      ``work`` (default: the flagged triples curators imported), ``evaluation`` (the triples an
+                evaluation drew from a benchmark) or ``all``
+``source``      case-insensitive search in the task's source: the imported file (``flagged.csv``) or the
+                evaluation (``evaluation:codex-kge-400``)
 ``assignee``    a user id, ``me`` (the requesting user) or ``none`` (unassigned)
 ``q``           case-insensitive search in the head, relation and tail labels and ids
 ``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
@@ -52,7 +56,9 @@ AGREEMENT_VALUES = ("agree", "disagree", "unreviewed")
 DISPUTED_VALUES = ("true", "false")
 VERDICT_VALUES = (*Verdict.values, "none")
 FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
-                 "signal", "assignee", "q", "sort")
+                 "signal", "origin", "source", "assignee", "q", "sort")
+ORIGIN_VALUES = ("work", "evaluation", "all")
+EVALUATION_SOURCE_PREFIX = "evaluation:"  # verifier/evaluation/runner.py names the tasks it creates so
 SIGNAL_VALUES = (*CODES, "any", "none")
 
 
@@ -180,6 +186,15 @@ def _filter_signals(queryset: QuerySet, wanted: list[str]) -> QuerySet:
     return queryset.filter(signals__contains=wanted)
 
 
+def by_origin(queryset: QuerySet, origin: str = "work") -> QuerySet:
+    """Tasks curators imported (``work``), those an evaluation created (``evaluation``), or ``all``."""
+    if origin == "work":
+        return queryset.exclude(source__startswith=EVALUATION_SOURCE_PREFIX)
+    if origin == "evaluation":
+        return queryset.filter(source__startswith=EVALUATION_SOURCE_PREFIX)
+    return queryset
+
+
 def _search(queryset: QuerySet, text: str) -> QuerySet:
     condition = Q()
     for part in ("head", "relation", "tail"):
@@ -217,6 +232,9 @@ def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
         queryset = queryset.filter(confidence__lte=high)
     if disputed := _single(params, "disputed"):
         queryset = _filter_disputed(queryset, disputed)
+    queryset = by_origin(queryset, (_choices(params, "origin", ORIGIN_VALUES) or ["work"])[-1])
+    if source := str(params.get("source") or "").strip():
+        queryset = queryset.filter(source__icontains=source)
     if signals := _choices(params, "signal", SIGNAL_VALUES):
         queryset = _filter_signals(queryset, signals)
     if assignee := _single(params, "assignee"):

@@ -44,6 +44,9 @@ QUEUE_PARAMETERS = [
                      description="true: only tasks whose latest verdict the structural evidence disputes; false: exclude them"),
     OpenApiParameter("signal", str, description="verdict quality signals of the latest verdict (all must hold): cites_nothing, "
                      "off_claim, forced, looped, memory_other, weak_memory; or any / none"),
+    OpenApiParameter("origin", str, enum=["work", "evaluation", "all"],
+                     description="work (default): imported flagged triples; evaluation: benchmark triples of evaluations; all"),
+    OpenApiParameter("source", str, description="search in the task's source (file name or evaluation:<name>)"),
     OpenApiParameter("assignee", str, description="user id, me or none"),
     OpenApiParameter("q", str, description="search in head, relation and tail labels"),
     OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),

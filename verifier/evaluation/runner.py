@@ -38,6 +38,7 @@ from verifier.evaluation.configs import Configuration, run_config
 from verifier.evaluation.datasets import Benchmark, build_benchmark
 from verifier.evaluation.workers import runs_held_by_workers
 from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.services import cancel_run, record_audit, start_run
 
 HEARTBEAT_STALE = timedelta(seconds=10)
@@ -115,7 +116,7 @@ def prepare(spec: EvaluationSpec, *, actor=None) -> tuple[Evaluation, bool]:
 
 def create(name: str, spec: EvaluationSpec, benchmark: Benchmark, config: dict, *, actor=None) -> Evaluation:
     """Store the evaluation, its tasks (existing tasks of the same triples are reused) and its items."""
-    source = f"evaluation:{name}"
+    source = f"{EVALUATION_SOURCE_PREFIX}{name}"
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
             name=name, suite=spec.suite, kg=benchmark.kg, benchmark=spec.benchmark, sample_size=spec.n, seed=spec.seed,

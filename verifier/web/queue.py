@@ -27,7 +27,15 @@ from verifier import services
 from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
 from verifier.quality import SIGNALS, described
-from verifier.queue_filters import AGREEMENT_VALUES, FILTER_PARAMS, QueueFilterError, annotate_latest, filter_tasks
+from verifier.queue_filters import (
+    AGREEMENT_VALUES,
+    FILTER_PARAMS,
+    ORIGIN_VALUES,
+    QueueFilterError,
+    annotate_latest,
+    by_origin,
+    filter_tasks,
+)
 from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
 from verifier.selectors import tasks_in_flight
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
@@ -42,6 +50,7 @@ SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-co
                 ("-relation", "Relation Z→A"), ("-updated", "Recently changed"))
 AGREEMENT_LABELS = {"agree": "Reviewer agrees", "disagree": "Reviewer disagrees", "unreviewed": "Not reviewed"}
 DISPUTED_CHOICES = (("true", "Only disputed"), ("false", "Not disputed"))
+ORIGIN_CHOICES = (("work", "Work queue"), ("evaluation", "Evaluations"), ("all", "All tasks"))
 
 
 def _page_size(request: HttpRequest) -> int:
@@ -70,6 +79,7 @@ def _filter_choices() -> dict:
         "verdicts": [*Verdict.choices, ("none", "No verdict yet")],
         "agreements": [(value, AGREEMENT_LABELS[value]) for value in AGREEMENT_VALUES],
         "disputed_choices": DISPUTED_CHOICES,
+        "origins": ORIGIN_CHOICES,
         "signal_choices": [("any", "Any warning"), ("none", "No warning"),
                            *((code, f"⚠ {signal.label}") for code, signal in SIGNALS.items())],
         "assignees": list(assignable_users()),
@@ -97,7 +107,9 @@ def _rows(tasks, queue_param: str) -> list[VerificationTask]:
 @role_required(VIEWER)
 def queue_page(request: HttpRequest) -> HttpResponse:
     """The flagged triples, filtered, searched, sorted and paginated; the filters live in the URL."""
-    status_counts = dict(VerificationTask.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    origin = request.GET.get("origin") if request.GET.get("origin") in ORIGIN_VALUES else "work"
+    in_view = by_origin(VerificationTask.objects.all(), origin)
+    status_counts = dict(in_view.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     context = {
         **_filter_choices(),
         "params": request.GET,
@@ -105,7 +117,8 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "status_tabs": [(value, label, status_counts.get(value, 0)) for value, label in VerificationTask.Status.choices],
         "sort": request.GET.get("sort") or "-created",
         "total_count": sum(status_counts.values()),
-        "mine_count": VerificationTask.objects.filter(assignee=request.user).count(),
+        "mine_count": in_view.filter(assignee=request.user).count(),
+        "origin": origin,
         "can_curate": has_role(request.user, CURATOR),
         "per_page": _page_size(request),
         "queue_param": queue_context_param(request),

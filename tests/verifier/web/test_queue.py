@@ -327,3 +327,22 @@ def test_audit_log_shows_who_did_what_with_before_and_after_and_filters_by_actio
     only = admin.get(reverse("audit-log"), {"action": "run.start"})
     assert [e.action for e in only.context["page"].object_list] == ["run.start"]
     assert only.context["page"].object_list[0].actor == queue.me
+
+
+# ---- work queue and evaluations, sources -------------------------------------------------------------
+
+def test_evaluation_tasks_stay_out_of_the_work_queue_unless_asked_for(queue):
+    VerificationTask.objects.filter(pk=queue.pending.pk).update(source="evaluation:codex-kge-400 (valid)")
+    VerificationTask.objects.filter(pk=queue.correct.pk).update(source="flagged-2026-11.csv:2")
+    work = set(shown(queue.client.get(reverse("queue"))))
+    assert queue.pending.pk not in work and queue.correct.pk in work
+    page = queue.client.get(reverse("queue")).content.decode()
+    assert re.search(r'<h1>Queue <span class="muted count">5 flagged triples', page)  # counts follow the view
+    assert shown(queue.client.get(reverse("queue"), {"origin": "evaluation"})) == [queue.pending.pk]
+    assert len(shown(queue.client.get(reverse("queue"), {"origin": "all"}))) == 6
+    assert shown(queue.client.get(reverse("queue"), {"source": "FLAGGED-2026"})) == [queue.correct.pk]
+    assert shown(queue.client.get(reverse("queue"), {"origin": "all", "source": "codex-kge"})) == [queue.pending.pk]
+    assert queue.client.get(reverse("queue"), {"origin": "benchmarks"}).status_code == 400
+    api = queue.client.get("/api/tasks/", {"origin": "evaluation"}).json()
+    assert [task["id"] for task in api["results"]] == [queue.pending.pk]
+    assert queue.pending.pk not in {task["id"] for task in queue.client.get("/api/tasks/").json()["results"]}
