@@ -5,7 +5,7 @@
 =============== ======================================================================================
 ``status``      task status, one or several (``status=pending&status=verified`` or ``pending,verified``)
 ``kg``          knowledge-graph id
-``relation``    relation id
+``relation``    relation: id, the KG's id (``P27``) or label (``country of citizenship``)
 ``verdict``     verdict of the task's latest run with a verdict: correct, incorrect, not_enough_evidence,
                 or ``none`` (no run has produced a verdict yet)
 ``agreement``   how the latest reviewer decision compares with the verdict it reviewed: ``agree`` (same
@@ -186,6 +186,13 @@ def _filter_signals(queryset: QuerySet, wanted: list[str]) -> QuerySet:
     return queryset.filter(signals__contains=wanted)
 
 
+def _filter_relation(queryset: QuerySet, value: str) -> QuerySet:
+    """A relation by id, by the KG's own id (``P27``) or by its label (``country of citizenship``, any case)."""
+    if value.isdigit():
+        return queryset.filter(relation_id=int(value))
+    return queryset.filter(Q(relation__external_id=value) | Q(relation__label__iexact=value))
+
+
 def by_origin(queryset: QuerySet, origin: str = "work") -> QuerySet:
     """Tasks curators imported (``work``), those an evaluation created (``evaluation``), or ``all``."""
     if origin == "work":
@@ -220,8 +227,8 @@ def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
         queryset = queryset.filter(status__in=statuses)
     if (kg := _integer(params, "kg")) is not None:
         queryset = queryset.filter(kg_id=kg)
-    if (relation := _integer(params, "relation")) is not None:
-        queryset = queryset.filter(relation_id=relation)
+    if relation := _single(params, "relation"):
+        queryset = _filter_relation(queryset, relation)
     if verdicts := _choices(params, "verdict", VERDICT_VALUES):
         queryset = _filter_verdict(queryset, verdicts)
     if agreement := _choices(params, "agreement", AGREEMENT_VALUES):

@@ -36,7 +36,7 @@ from verifier.selectors import HEAVY_FIELDS, tasks_in_flight
 QUEUE_PARAMETERS = [
     OpenApiParameter("status", str, description="pending, running, verified, reviewed (repeat or comma-separate)"),
     OpenApiParameter("kg", int, description="knowledge-graph id"),
-    OpenApiParameter("relation", int, description="relation id"),
+    OpenApiParameter("relation", str, description="relation: id, the KG's id (P27) or label (country of citizenship)"),
     OpenApiParameter("verdict", str, description="verdict of the latest run: correct, incorrect, not_enough_evidence, none"),
     OpenApiParameter("agreement", str, description="agree, disagree, unreviewed"),
     OpenApiParameter("confidence_min", float), OpenApiParameter("confidence_max", float),

@@ -346,3 +346,12 @@ def test_evaluation_tasks_stay_out_of_the_work_queue_unless_asked_for(queue):
     api = queue.client.get("/api/tasks/", {"origin": "evaluation"}).json()
     assert [task["id"] for task in api["results"]] == [queue.pending.pk]
     assert queue.pending.pk not in {task["id"] for task in queue.client.get("/api/tasks/").json()["results"]}
+
+
+def test_the_relation_filter_takes_an_id_the_kgs_id_or_a_label(queue):
+    relation = queue.world.relations["P17"]
+    expected = ids(queue.agreed, queue.overridden, queue.running)
+    for value in (str(relation.pk), "P17", "COUNTRY"):
+        assert set(shown(queue.client.get(reverse("queue"), {"relation": value}))) == expected, value
+    assert {t["id"] for t in queue.client.get("/api/tasks/", {"relation": "country"}).json()["results"]} == expected
+    assert shown(queue.client.get(reverse("queue"), {"relation": "spouse"})) == []
