@@ -1,5 +1,6 @@
-"""Health of the services KGV depends on: database, pgvector, Redis and Celery workers, and the state of each
-local KG's structural model (its training job can die with its worker; nothing else would say so)."""
+"""Health of the services KGV depends on: database, pgvector, Redis, Celery workers and the model endpoint, the
+depth of the run queue, and the state of each local KG's structural model (its training job can die with its
+worker; nothing else would say so)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ import time
 from dataclasses import asdict, dataclass
 
 import redis
+import requests
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count
 
 from kgv_web.celery import app as celery_app
+from verifier.models import Run
 from verifier.selectors import structural_statuses
+from verifier.wiring import llm_endpoint
+
+MODEL_TIMEOUT_SECONDS = 3
 
 
 @dataclass
@@ -59,6 +66,25 @@ def _workers() -> tuple[bool, str]:
     return (True, f"{len(names)} worker(s): {', '.join(names)}") if names else (False, "no Celery worker answered")
 
 
+def _model() -> tuple[bool, str]:
+    """The OpenAI-compatible endpoint the workers' runs call: does it answer ``GET /models``."""
+    base_url, model = llm_endpoint()
+    if not base_url:
+        return False, "no model endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)"
+    response = requests.get(base_url.rstrip("/") + "/models", timeout=MODEL_TIMEOUT_SECONDS,
+                            headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
+    if not response.ok:
+        return False, f"{base_url} answered {response.status_code} to GET /models"
+    served = [str(item.get("id")) for item in (response.json().get("data") or []) if isinstance(item, dict)]
+    return True, f"{model} at {base_url} (serving {', '.join(served) or 'no model listed'})"
+
+
+def _queue() -> tuple[bool, str]:
+    """How many runs wait for a worker and how many are being investigated (information, never unhealthy)."""
+    counts = dict(Run.objects.in_flight().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return True, f"{counts.get(Run.Status.QUEUED, 0)} run(s) queued, {counts.get(Run.Status.RUNNING, 0)} running"
+
+
 def _structural_models() -> tuple[bool, str]:
     """Per local KG, its structural model: "codex-s: training 45% (epoch 40/300, …)". Not trained yet or
     still training is fine (the tools say so); a failed or stalled job with no ready model is not."""
@@ -74,6 +100,8 @@ def check_all() -> dict:
         _timed("pgvector", _pgvector),
         _timed("redis", _redis),
         _timed("worker", _workers),
+        _timed("model", _model),
+        _timed("run queue", _queue),
         _timed("structural models", _structural_models),
     ]
     return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}

@@ -130,14 +130,18 @@ def _llm(base_url: str, model: str, grammar: bool):
     )
 
 
+def llm_endpoint() -> tuple[str, str]:
+    """(base URL, model name) of the configured endpoint; the URL is empty when none is configured."""
+    return os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL, os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+
+
 def build_llm(*, use_grammar: bool | None = None):
     """The configured OpenAI-compatible endpoint as the agent's LLM port, one client per process.
 
     The embedded local model is started after settings are read (it is only started by commands that
     need it), so its URL is taken from the environment, where kgv_web.embedded_llm puts it."""
-    base_url = os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
+    base_url, model = llm_endpoint()
     if not base_url:
         raise RuntimeError("no LLM endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)")
-    model = os.environ.get("LLM_MODEL") or settings.LLM_MODEL
     local = use_grammar if use_grammar is not None else (settings.LLM_LOCAL_GRAMMAR or "127.0.0.1" in base_url)
     return _llm(base_url, model, bool(local))

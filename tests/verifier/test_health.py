@@ -10,6 +10,13 @@ from verifier.selectors import structural_statuses
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def model_endpoint(scripted_model, monkeypatch):
+    """The endpoint the workers' runs call (the scripted OpenAI-compatible server), as make demo sets it."""
+    monkeypatch.setenv("LLM_BASE_URL", scripted_model.url)
+    return scripted_model.url
+
+
 def _staff() -> Client:
     from django.contrib.auth import get_user_model
 
@@ -38,6 +45,21 @@ def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_
     assert checks["pgvector"]["ok"] and checks["pgvector"]["detail"].startswith("pgvector 0.8")
     assert checks["redis"]["ok"]
     assert checks["worker"]["ok"] and celery_worker_process in checks["worker"]["detail"]
+    assert checks["model"]["ok"] and checks["model"]["detail"].startswith("local at http://127.0.0.1:")
+    assert checks["run queue"]["ok"] and checks["run queue"]["detail"] == "0 run(s) queued, 0 running"
+
+
+def test_a_dead_model_endpoint_makes_the_service_unhealthy_and_says_where(celery_worker_process, monkeypatch):
+    from tests.http_fixtures import refused_url
+
+    dead = refused_url() + "/v1"
+    monkeypatch.setenv("LLM_BASE_URL", dead)
+    response = _staff().get("/health/")
+    model = _checks(response)["model"]
+    assert response.status_code == 503 and not model["ok"] and "ConnectionError" in model["detail"]
+    monkeypatch.delenv("LLM_BASE_URL")
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", "")
+    assert "no model endpoint" in _checks(_staff().get("/health/"))["model"]["detail"]
 
 
 def test_health_page_renders_for_browsers(celery_worker_process):
