@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from verifier.models import KnowledgeGraph, Run, StructuralModel
@@ -138,3 +138,44 @@ def scoring_model(model_id: int | None) -> StructuralModel | None:
     if model_id is None:
         return None
     return light_models().select_related("kg").filter(pk=model_id).first()
+
+
+@dataclass(frozen=True)
+class RunPace:
+    """How long recent runs took and what they cost: the basis of queue ETAs and bulk-run estimates."""
+
+    runs: int  # how many recent succeeded runs the figures come from (0: no basis yet)
+    median_seconds: float | None
+    mean_cost_usd: float
+
+    def duration(self, count: int, parallel: int = 1) -> str:
+        """"about 4 min" for ``count`` runs (or "" without a basis)."""
+        if not self.runs or self.median_seconds is None or count <= 0:
+            return ""
+        seconds = self.median_seconds * count / max(parallel, 1)
+        return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
+
+
+PACE_WINDOW = 50
+
+
+def run_pace() -> RunPace:
+    """The median duration and mean cost of the last PACE_WINDOW succeeded runs curators started (evaluation
+    runs excluded: their modes are not the curators')."""
+    recent = list(Run.objects.filter(status=Run.Status.SUCCEEDED, started_at__isnull=False, finished_at__isnull=False,
+                                     evaluation_items__isnull=True)
+                  .order_by("-finished_at").values_list("started_at", "finished_at", "cost_usd")[:PACE_WINDOW])
+    if not recent:
+        return RunPace(0, None, 0.0)
+    durations = sorted((finished - started).total_seconds() for started, finished, _ in recent)
+    middle = len(durations) // 2
+    median = durations[middle] if len(durations) % 2 else (durations[middle - 1] + durations[middle]) / 2
+    return RunPace(len(recent), median, float(sum(cost for _, _, cost in recent)) / len(recent))
+
+
+def queue_position(run: Run) -> int | None:
+    """1 for the next run a worker will take, … ; None unless the run is queued (workers take runs in order)."""
+    if run.status != Run.Status.QUEUED:
+        return None
+    return Run.objects.filter(status=Run.Status.QUEUED).filter(
+        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)).count() + 1

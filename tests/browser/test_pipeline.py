@@ -68,3 +68,5 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     page.wait_for_load_state()
     assert page.url.endswith("/?verdict=correct&sort=confidence"), page.url
     assert page.locator("#filters select[name=verdict]").input_value() == "correct"
+    page.locator("input.row-check").first.check()  # ticking tasks estimates what running them takes
+    assert page.inner_text("#run-estimate").startswith("running them: about ")

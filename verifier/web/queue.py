@@ -37,7 +37,7 @@ from verifier.queue_filters import (
     filter_tasks,
 )
 from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
-from verifier.selectors import tasks_in_flight
+from verifier.selectors import run_pace, tasks_in_flight
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
 from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
 from verifier.web.saved_views import saved_views, view_query
@@ -124,6 +124,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
         "saved_views": saved_views(request.user),
+        "pace": run_pace(),
         "view_query": view_query(request.GET),
         **status_context(),
     }

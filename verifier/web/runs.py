@@ -21,6 +21,7 @@ from verifier.comparison import NotComparable, compare_runs
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
+from verifier.selectors import queue_position, run_pace
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
 from verifier.web.structure import status_context
@@ -44,6 +45,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
     reviews = list(run.reviews.select_related("reviewer"))
     previous_id, next_id = queue_neighbours(run.task, queue, request.user)
     overridden_to = Verdict.overridden(run.verdict)
+    position = queue_position(run)
     return {
         "run": run,
         "task": run.task,
@@ -69,6 +71,8 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
         "signals": described(run.signals),
+        "queue_position": position,
+        "eta": run_pace().duration(position) if position else "",
         **status_context([run.task.kg_id]),
     }
 

@@ -333,3 +333,18 @@ def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, fin
     Review.objects.filter(pk=review.pk).update(created_at=timezone.now() - timedelta(hours=1))
     late = reviewer.post(reverse("review-undo", args=[review.pk]), follow=True).content.decode()
     assert "can be undone for 15 minutes" in late and Review.objects.filter(pk=review.pk).exists()
+
+
+def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(make_user, world, finished):
+    from datetime import timedelta
+
+    Run.objects.filter(pk=finished.pk).update(finished_at=finished.started_at + timedelta(seconds=40))
+    first = Run.objects.create(task=world.task("Q145", "P17", "Q142"), status=Run.Status.QUEUED)
+    second = Run.objects.create(task=world.task("Q350", "P17", "Q145"), status=Run.Status.QUEUED)
+    client = client_for(make_user, "viewer")
+    page = client.get(reverse("run-detail", args=[second.pk])).content.decode()
+    assert re.search(r'id="queue-position"[^>]*>2nd in the queue; a worker takes it in about 80 s', page)
+    assert "1st in the queue; a worker takes it in about 40 s" in client.get(reverse("run-detail", args=[first.pk])).content.decode()
+    assert 'id="queue-position"' not in client.get(reverse("run-detail", args=[finished.pk])).content.decode()
+    queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
+    assert 'data-median-seconds="40.0"' in queue  # the bulk run's estimate, per ticked task
