@@ -180,3 +180,45 @@ def resolve_rows(kg: KnowledgeGraph, rows: list[FlaggedRow], path: Path) -> tupl
             continue
         resolved.append(ResolvedRow(row.line, head, relation, tail, row.label))  # type: ignore[arg-type]
     return resolved, problems
+
+
+PREVIEW_ROWS = 20
+
+
+@dataclass
+class PreviewRow:
+    line: int
+    head: Entity
+    relation: Relation
+    tail: Entity
+    label: bool | None
+    queued: bool  # already a task: importing leaves it as it is
+
+
+@dataclass
+class ImportPreview:
+    lines: int
+    resolved: int
+    new: int
+    rows: list[PreviewRow]  # the first PREVIEW_ROWS resolved rows, as the KG names them
+    problems: list[Problem]
+
+
+def preview(kg: KnowledgeGraph, path: Path) -> ImportPreview:
+    """What importing ``path`` into ``kg`` would queue, without queueing anything."""
+    from verifier.models import VerificationTask
+
+    rows, problems = read_flagged(path)
+    resolved, unresolved = resolve_rows(kg, rows, path)
+    keys = {(r.head_id, r.relation_id, r.tail_id) for r in resolved}
+    queued = set(VerificationTask.objects.filter(kg=kg, head_id__in={k[0] for k in keys}, relation_id__in={k[1] for k in keys})
+                 .values_list("head_id", "relation_id", "tail_id")) & keys
+    shown = resolved[:PREVIEW_ROWS]
+    entities = Entity.objects.in_bulk({r.head_id for r in shown} | {r.tail_id for r in shown})
+    relations = Relation.objects.in_bulk({r.relation_id for r in shown})
+    return ImportPreview(
+        lines=len(rows), resolved=len(resolved), new=len(keys - queued),
+        rows=[PreviewRow(r.line, entities[r.head_id], relations[r.relation_id], entities[r.tail_id], r.label,
+                         (r.head_id, r.relation_id, r.tail_id) in queued) for r in shown],
+        problems=sorted(problems + unresolved, key=lambda p: p.line),
+    )

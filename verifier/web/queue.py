@@ -8,10 +8,14 @@ function the API uses, so a filtered queue means the same thing on every door.
 
 from __future__ import annotations
 
+import secrets
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
@@ -24,6 +28,7 @@ from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import services
+from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
 from verifier.quality import SIGNALS, described
@@ -206,16 +211,72 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
     return _back_to_queue(request)
 
 
+def _save_upload(upload, folder: Path) -> Path:
+    """The upload as a file that keeps its name (the tasks' source says "name.csv:line") and its suffix (which
+    decides CSV or TSV)."""
+    target = folder / get_valid_filename(Path(upload.name).name)
+    with target.open("wb") as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+    return target
+
+
 def _import_file(form: TaskImportForm, actor) -> services.TaskImportReport:
-    """Hand the upload to the import service as a file that keeps its name (the tasks' source says
-    "name.csv:line") and its suffix (which decides CSV or TSV)."""
-    upload = form.cleaned_data["file"]
     with tempfile.TemporaryDirectory(prefix="kgv-import-") as folder:
-        target = Path(folder) / get_valid_filename(Path(upload.name).name)
-        with target.open("wb") as handle:
-            for chunk in upload.chunks():
-                handle.write(chunk)
-        return services.import_flagged_triples(kg=form.cleaned_data["kg"], path=target, actor=actor)
+        return services.import_flagged_triples(kg=form.cleaned_data["kg"], path=_save_upload(form.cleaned_data["file"], Path(folder)),
+                                               actor=actor)
+
+
+PREVIEW_SESSION_KEY = "kgv_import_preview"
+PREVIEW_MAX_AGE_SECONDS = 24 * 3600
+
+
+def _previews_dir() -> Path:
+    return Path(settings.KGV_CACHE_DIR) / "import-previews"
+
+
+def _keep_for_confirmation(request: HttpRequest, form: TaskImportForm) -> Path:
+    """Keep a previewed upload until the curator confirms it (this session only); older ones are removed."""
+    root = _previews_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        if time.time() - old.stat().st_mtime > PREVIEW_MAX_AGE_SECONDS:
+            shutil.rmtree(old, ignore_errors=True)
+    token = secrets.token_hex(16)
+    (root / token).mkdir()
+    path = _save_upload(form.cleaned_data["file"], root / token)
+    request.session[PREVIEW_SESSION_KEY] = {"token": token, "kg": form.cleaned_data["kg"].pk, "name": path.name}
+    return path
+
+
+def _confirm_preview(request: HttpRequest) -> HttpResponse:
+    """Queue the file previewed in this session."""
+    kept = request.session.get(PREVIEW_SESSION_KEY) or {}
+    folder = _previews_dir() / str(kept.get("token", ""))
+    path = folder / str(kept.get("name", ""))
+    if not kept or kept.get("token") != request.POST.get("confirm") or not path.is_file():
+        messages.error(request, "That preview is no longer available (confirmed already, or too old): upload the file again.")
+        return redirect(reverse("queue-import"))
+    kg = KnowledgeGraph.objects.filter(pk=kept["kg"]).first()
+    if kg is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        messages.error(request, "The knowledge graph of that preview is gone; nothing was queued.")
+        return redirect(reverse("queue-import"))
+    try:
+        report = services.import_flagged_triples(kg=kg, path=path, actor=request.user)
+    except ImportRejected as rejected:
+        messages.error(request, f"{path.name} was not imported: {len(rejected.problems)} bad row(s).")
+        return redirect(reverse("queue-import"))
+    finally:
+        request.session.pop(PREVIEW_SESSION_KEY, None)
+        shutil.rmtree(folder, ignore_errors=True)
+    return _imported(request, kg, report)
+
+
+def _imported(request: HttpRequest, kg: KnowledgeGraph, report: services.TaskImportReport) -> HttpResponse:
+    messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
+                              + (f"; {report.already_queued} were already queued." if report.already_queued else "."))
+    return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
 
 
 def _graph_summaries() -> list[KnowledgeGraph]:
@@ -233,8 +294,17 @@ def _graph_summaries() -> list[KnowledgeGraph]:
 def import_tasks(request: HttpRequest) -> HttpResponse:
     """Queue flagged triples from a CSV/TSV file. All or nothing: a file with any bad row is rejected with
     every bad row listed, and nothing is queued."""
+    if request.method == "POST" and request.POST.get("confirm"):
+        return _confirm_preview(request)
     form = TaskImportForm(request.POST or None, request.FILES or None)
     context = {"form": form, "problems": [], "graphs": _graph_summaries()}
+    if request.method == "POST" and form.is_valid() and request.POST.get("step") == "preview":
+        path = _keep_for_confirmation(request, form)
+        context["preview"] = preview(form.cleaned_data["kg"], path)
+        context["preview_kg"] = form.cleaned_data["kg"]
+        context["preview_name"] = path.name
+        context["preview_token"] = request.session[PREVIEW_SESSION_KEY]["token"]
+        return render(request, "verifier/queue_import.html", context)
     if request.method == "POST" and form.is_valid():
         try:
             report = _import_file(form, request.user)
@@ -242,10 +312,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
             context["problems"] = rejected.problems
             context["rejected_name"] = form.cleaned_data["file"].name
             return render(request, "verifier/queue_import.html", context, status=400)
-        kg = form.cleaned_data["kg"]
-        messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
-                                  + (f"; {report.already_queued} were already queued." if report.already_queued else "."))
-        return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
+        return _imported(request, form.cleaned_data["kg"], report)
     status = 400 if request.method == "POST" else 200
     return render(request, "verifier/queue_import.html", context, status=status)
 

@@ -355,3 +355,33 @@ def test_the_relation_filter_takes_an_id_the_kgs_id_or_a_label(queue):
         assert set(shown(queue.client.get(reverse("queue"), {"relation": value}))) == expected, value
     assert {t["id"] for t in queue.client.get("/api/tasks/", {"relation": "country"}).json()["results"]} == expected
     assert shown(queue.client.get(reverse("queue"), {"relation": "spouse"})) == []
+
+
+def test_a_preview_shows_what_an_import_would_queue_and_queues_it_on_confirmation(make_user, settings, tmp_path):
+    settings.KGV_CACHE_DIR = tmp_path
+    world = make_world()
+    world.task("Q42", "P27", "Q142")  # the first row is already queued
+    client = client_for(make_user, "curator")
+    shown = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE), "step": "preview"})
+    page = shown.content.decode()
+    assert shown.status_code == 200 and 'id="import-preview"' in page
+    assert "2 rows: 2 resolved, <strong>1 new</strong>" in page and "already queued" in page
+    assert "Cambridge" in page and "Queue 1 triple</button>" in page
+    assert VerificationTask.objects.filter(kg=world.kg).count() == 1  # nothing queued yet
+    token = re.search(r'name="confirm" value="(\w+)"', page).group(1)
+
+    done = client.post(reverse("queue-import"), {"confirm": token}, follow=True).content.decode()
+    assert "1 triple(s) queued on runs-kg from 2 row(s); 1 were already queued." in done
+    assert VerificationTask.objects.filter(kg=world.kg).count() == 2
+    assert not any((tmp_path / "import-previews").iterdir())  # the kept file is gone
+    stale = client.post(reverse("queue-import"), {"confirm": token}, follow=True).content.decode()
+    assert "That preview is no longer available" in stale and VerificationTask.objects.filter(kg=world.kg).count() == 2
+
+
+def test_a_preview_of_a_file_with_bad_rows_lists_them_and_offers_no_confirmation(make_user, settings, tmp_path):
+    settings.KGV_CACHE_DIR = tmp_path
+    world = make_world()
+    page = client_for(make_user, "curator").post(
+        reverse("queue-import"), {"kg": world.kg.pk, "file": upload("bad.csv", BAD_FILE), "step": "preview"}).content.decode()
+    assert 'id="preview-problems"' in page and "Nobody Known" in page and 'id="confirm-import"' not in page
+    assert not VerificationTask.objects.exists()
