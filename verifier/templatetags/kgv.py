@@ -13,8 +13,8 @@ from verifier.models import SupportItem
 register = template.Library()
 
 # Navigation areas by path prefix; the queue is the home page, and a run or task is opened from it.
-SECTIONS = (("/memory/", "memory"), ("/evaluations/", "evaluations"), ("/audit/", "audit"), ("/webhooks/", "webhooks"), ("/api/", "api"),
-            ("/runs/", "queue"), ("/tasks/", "queue"), ("/import/", "queue"))
+SECTIONS = (("/memory/", "memory"), ("/evaluations/", "evaluations"), ("/audit/", "audit"), ("/webhooks/", "webhooks"),
+            ("/entities/", "entities"), ("/api/", "api"), ("/runs/", "queue"), ("/tasks/", "queue"), ("/import/", "queue"))
 
 
 @register.filter
