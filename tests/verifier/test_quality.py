@@ -73,6 +73,7 @@ def test_the_run_page_and_the_queue_show_and_filter_the_signals(looping_run, mak
     client.force_login(make_user("viewer"))
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'data-signal="forced"' in page and "⚠ weak memory match" in page
+    assert page.count("word for word") == 1 and "repeats step 5 word for word" in page  # the loop folded
     queue = client.get(reverse("queue") + "?signal=looped").content.decode()
     assert f'data-task-id="{run.task_id}"' in queue and f'data-task-id="{plain.task_id}"' not in queue
     assert client.get(reverse("queue") + "?signal=cites_nothing").content.decode().count('data-signal="cites_nothing"') == 1

@@ -38,9 +38,20 @@ def _promote_url(run: Run) -> str:
     return reverse("run-promote", args=[run.pk])
 
 
+def _marked_repeats(steps: list) -> list:
+    """Each step that repeats an earlier one word for word (a loop) gets ``repeat_of``, that step's number:
+    the page folds it to one line."""
+    first: dict[tuple, int] = {}
+    for step in steps:
+        step.repeat_of = first.setdefault((step.kind, step.tool, step.content), step.seq)
+        if step.repeat_of == step.seq:
+            step.repeat_of = None
+    return steps
+
+
 def _run_context(request: HttpRequest, run: Run) -> dict:
     queue = request.GET.get("queue", request.POST.get("queue", ""))
-    steps = list(run.steps.order_by("seq"))
+    steps = _marked_repeats(list(run.steps.order_by("seq")))
     items = list(run.support_items.select_related("step").order_by("id"))
     reviews = list(run.reviews.select_related("reviewer"))
     previous_id, next_id = queue_neighbours(run.task, queue, request.user)
