@@ -12,6 +12,7 @@ from verifier.errors import ApplicationError
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.models import AuditEvent, KnowledgeGraph, VerificationTask, Webhook
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.realtime.publish import publish_run_status
 
 
@@ -218,6 +219,9 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     if not run.is_reviewable:
         raise ReviewRejected(f"only a finished run with a verdict can be promoted (run {run.pk} is {run.status})")
     task = run.task
+    if task.source.startswith(EVALUATION_SOURCE_PREFIX):
+        raise ReviewRejected(f"run {run.pk} verifies a benchmark triple of an evaluation ({task.source}); in the memory "
+                             "bank it would guide the runs that evaluation scores")
     reviewed = run.reviews.exclude(verdict="").order_by("-created_at", "-id").first()
     verdict = reviewed.verdict if reviewed else run.verdict
     if verdict not in ("correct", "incorrect"):

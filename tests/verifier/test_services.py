@@ -130,3 +130,28 @@ def test_assign_changes_only_tasks_not_already_assigned_and_audits_each(light_kg
     event = audit_of("task.assign", second)
     assert (event.before, event.after, event.actor) == ({"assignee": other.pk}, {"assignee": curator.pk}, other)
     assert not AuditEvent.objects.filter(action="task.assign", object_id=str(third.pk)).exists()
+
+
+def test_a_promoted_trajectory_leaves_a_loop_out(run, reviewer):
+    from verifier.models import Step
+
+    last = run.steps.order_by("-seq").first()
+    action = run.steps.filter(kind="action").order_by("seq").first()
+    observation = run.steps.filter(kind="observation").order_by("seq").first()
+    Step.objects.filter(pk=last.pk).update(seq=last.seq + 10)
+    Step.objects.create(run=run, seq=last.seq, kind="action", content=action.content, tool=action.tool)
+    Step.objects.create(run=run, seq=last.seq + 1, kind="observation", content="You already ran this action.", tool=action.tool)
+    text = bank.trajectory_of(run)
+    assert text.count(f"Action: {action.content}") == 1 and "You already ran" not in text
+    assert observation.content.strip()[:40] in text
+    assert text.splitlines()[-2] == "(2 repeated steps left out)" and text.splitlines()[-1].startswith("Final Answer")
+
+
+def test_a_benchmark_triple_of_an_evaluation_is_never_promoted(run, reviewer):
+    from verifier.models import VerificationTask
+
+    VerificationTask.objects.filter(pk=run.task_id).update(source="evaluation:codex-agent-100 (valid)")
+    run.task.refresh_from_db()
+    with pytest.raises(ReviewRejected, match="benchmark triple of an evaluation"):
+        services.promote_run(run=run, actor=reviewer)
+    assert not MemoryEntry.objects.filter(source_run=run).exists()

@@ -54,14 +54,27 @@ def for_claim(text: str, k: int = 3, relation_label: str = "") -> list[Memory]:
 
 
 def trajectory_of(run: Run) -> str:
-    """A run's investigation as the text a memory stores: thoughts, actions, observations, answer."""
+    """A run's investigation as the text a memory stores: thoughts, actions, observations, answer. A loop is
+    trimmed: a step that repeats an earlier one word for word is left out, with the observation of a repeated
+    action, so a promoted memory teaches the investigation and not its loop."""
     labels = {"thought": "Thought", "action": "Action", "observation": "Observation", "verdict": "Final Answer"}
-    lines = []
+    lines, seen, skipping, left_out = [], set(), False, 0
     for step in run.steps.exclude(kind="plan").order_by("seq"):
+        key = (step.kind, step.tool, step.content.strip())
+        if step.kind == "observation" and skipping:
+            skipping, left_out = False, left_out + 1
+            continue
+        if key in seen and step.kind != "verdict":
+            skipping, left_out = step.kind == "action", left_out + 1
+            continue
+        seen.add(key)
         content = step.content.strip()
         if step.kind == "observation" and len(content) > 600:
             content = content[:600] + " …"
         lines.append(f"{labels[step.kind]}: {content}")
+    if left_out:
+        lines.insert(len(lines) - 1 if lines and lines[-1].startswith("Final Answer") else len(lines),
+                     f"({left_out} repeated step{'s' if left_out != 1 else ''} left out)")
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from verifier import services
 from verifier.comparison import NotComparable, compare_runs
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import queue_position, run_pace
 from verifier.web.run_assessment import run_assessment
@@ -78,6 +79,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
         "promote_url": _promote_url(run),
+        "promotable": not run.task.source.startswith(EVALUATION_SOURCE_PREFIX),
         "undo_review": undoable_review(request),
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
