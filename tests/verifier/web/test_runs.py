@@ -348,3 +348,11 @@ def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(ma
     assert 'id="queue-position"' not in client.get(reverse("run-detail", args=[finished.pk])).content.decode()
     queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
     assert 'data-median-seconds="40.0"' in queue  # the bulk run's estimate, per ticked task
+
+
+def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(make_user, finished):
+    client = client_for(make_user, "reviewer")
+    _review(client, finished, decision="override", reason="the KG edge is from a bad source", verdict="incorrect")
+    page = client.get(reverse("run-detail", args=[finished.pk])).content.decode()
+    assert re.search(r'<span class="verdict-source">Agent</span> Correct', page)
+    assert re.search(r'id="final-verdict"[^>]*><span class="verdict-source">Final, after review</span> Incorrect', page)
