@@ -14,7 +14,8 @@ register = template.Library()
 
 # Navigation areas by path prefix; the queue is the home page, and a run or task is opened from it.
 SECTIONS = (("/memory/", "memory"), ("/evaluations/", "evaluations"), ("/audit/", "audit"), ("/webhooks/", "webhooks"),
-            ("/entities/", "entities"), ("/api/", "api"), ("/runs/", "queue"), ("/tasks/", "queue"), ("/import/", "queue"))
+            ("/entities/", "entities"), ("/reviewers/", "reviewers"), ("/api/", "api"), ("/runs/", "queue"),
+            ("/tasks/", "queue"), ("/import/", "queue"))
 
 
 @register.filter

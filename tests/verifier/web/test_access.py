@@ -15,7 +15,7 @@ from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing
 from verifier.memory import bank
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, SavedView, VerificationTask, Webhook
 from verifier.roles import ROLES
-from verifier.web import entities, evaluations, memory, queue, saved_views, structure, webhooks
+from verifier.web import entities, evaluations, memory, queue, reviewers, saved_views, structure, webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -58,6 +58,7 @@ ENDPOINTS = [
              data=lambda rows: {"name": "disputed", "query": "disputed=true&sort=confidence&page=3"}),
     Endpoint("saved-view-delete", "post", lambda rows: reverse("saved-view-delete", args=[_view_of_the_signed_in_user().pk]),
              "viewer"),
+    Endpoint("reviewers", "get", lambda rows: reverse("reviewers"), "viewer"),
     Endpoint("entity-lookup", "get", lambda rows: reverse("entity-lookup") + "?q=Douglas", "viewer"),
     Endpoint("memory-list", "get", lambda rows: reverse("memory-list") + "?q=Douglas&mode=similar", "viewer"),
     Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
@@ -111,7 +112,8 @@ def _state() -> tuple:
 
 def test_every_page_url_is_in_the_matrix():
     names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns,
-                                          *saved_views.urlpatterns, *entities.urlpatterns]}
+                                          *saved_views.urlpatterns, *entities.urlpatterns,
+                                          *reviewers.urlpatterns]}
     names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 

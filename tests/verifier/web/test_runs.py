@@ -356,3 +356,19 @@ def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(m
     page = client.get(reverse("run-detail", args=[finished.pk])).content.decode()
     assert re.search(r'<span class="verdict-source">Agent</span> Correct', page)
     assert re.search(r'id="final-verdict"[^>]*><span class="verdict-source">Final, after review</span> Incorrect', page)
+
+
+def test_reviewer_figures_count_decisions_kept_verdicts_and_agreement(make_user, world, finished):
+    from verifier.web.reviewers import reviewer_figures
+
+    rita, sam = make_user("reviewer", "rita"), make_user("reviewer", "sam")
+    other = make_finished_run(world, world.task("Q145", "P17", "Q142"))
+    Review.objects.create(run=finished, reviewer=rita, decision="accept", verdict="correct")
+    Review.objects.create(run=finished, reviewer=sam, decision="override", verdict="incorrect", reason="no")
+    Review.objects.create(run=other, reviewer=rita, decision="accept", verdict="correct")
+    Review.objects.create(run=other, reviewer=sam, decision="comment", reason="fine")  # a comment is no decision
+    figures = {row.username: row for row in reviewer_figures()}
+    assert (figures["rita"].decisions, figures["rita"].accepted, figures["rita"].shared, figures["rita"].agreed) == (2, 2, 1, 0)
+    assert (figures["sam"].decisions, figures["sam"].overridden, figures["sam"].agreement) == (1, 1, 0.0)
+    page = client_for(make_user, "viewer").get(reverse("reviewers")).content.decode()
+    assert 'data-reviewer="rita"' in page and "100%" in page
