@@ -58,7 +58,10 @@ def test_a_curator_imports_flagged_triples_starts_a_run_and_watches_it_live(brow
     page.goto("/import/")
     page.select_option("select[name=kg]", label=world_kg.name)
     page.set_input_files("input[name=file]", str(flagged))
-    page.click("#import-form button[type=submit]")
+    page.click("#preview-button")  # the preview first: what would be queued, nothing queued yet
+    page.wait_for_selector("#import-preview")
+    assert "2 resolved, 2 new" in page.inner_text("#import-preview") and not VerificationTask.objects.exists()
+    page.click("#confirm-import button[type=submit]")
     page.wait_for_selector("#queue-table")
     rows = page.locator("#queue-table tbody tr[data-task-id]")
     assert rows.count() == 2
