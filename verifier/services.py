@@ -211,8 +211,8 @@ def undo_review(*, review, actor) -> None:
 
 
 def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str | None = None):
-    """Copy a finished run into the memory bank (optionally with an edited trajectory); the next run can
-    retrieve it at once. The entry's verdict is the latest reviewed verdict, else the run's."""
+    """Copy a finished, reviewed run into the memory bank (optionally with an edited trajectory); the next run
+    can retrieve it at once. The entry's verdict is the latest reviewed verdict."""
     from verifier.memory.bank import add_entry, trajectory_of
     from verifier.models import MemoryEntry, Run
 
@@ -223,7 +223,10 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
         raise ReviewRejected(f"run {run.pk} verifies a benchmark triple of an evaluation ({task.source}); in the memory "
                              "bank it would guide the runs that evaluation scores")
     reviewed = run.reviews.exclude(verdict="").order_by("-created_at", "-id").first()
-    verdict = reviewed.verdict if reviewed else run.verdict
+    if reviewed is None:
+        raise ReviewRejected(f"review run {run.pk} first (accept or override its verdict): only a reviewed "
+                             "investigation guides later runs")
+    verdict = reviewed.verdict
     if verdict not in ("correct", "incorrect"):
         raise ReviewRejected("a run reviewed as 'not enough evidence' cannot guide later runs")
     text = (triple_text or f"{task.head.label} {task.relation.label} {task.tail.label}").strip()

@@ -113,6 +113,9 @@ def test_a_reviewer_overrides_one_run_promotes_another_and_the_next_run_uses_tha
     assert review.decision == "override" and review.verdict == "incorrect" and "Cambridge" in review.reason
 
     page.goto(f"/runs/{promoted.pk}/")
+    page.uncheck("#review-advance")  # stay on the run: it is promoted next
+    page.click("#review-accept")
+    page.wait_for_selector("#review-state[data-state=accepted]")
     page.click("#promote-link")
     trajectory = page.input_value("#promote-form textarea[name=trajectory]")
     assert "Final Answer" in trajectory

@@ -28,6 +28,13 @@ def run(light_kg):
 
 
 @pytest.fixture
+def reviewed(run, reviewer):
+    """The run, its verdict accepted by the reviewer: what may be promoted."""
+    services.review_run(run=run, reviewer=reviewer, decision="accept")
+    return run
+
+
+@pytest.fixture
 def reviewer(make_user):
     return make_user("reviewer", "rosa")
 
@@ -98,14 +105,15 @@ def test_promote_with_an_edited_trajectory_is_retrieved_first_by_the_next_run(ru
     assert event.before is None and event.after == {"run": run.pk, "verdict": "incorrect", "edited": True}
 
 
-def test_promote_without_edits_copies_the_run_trajectory(run, reviewer):
+def test_promote_without_edits_copies_the_run_trajectory(reviewed, reviewer):
+    run = reviewed
     entry = services.promote_run(run=run, actor=reviewer)
     assert entry.trajectory == bank.trajectory_of(run) and entry.trajectory.startswith("Thought: Check where he was born.")
     assert audit_of("memory.promote", entry).after["edited"] is False
 
 
-def test_retire_hides_an_entry_and_restore_returns_it(run, reviewer):
-    entry = services.promote_run(run=run, actor=reviewer)
+def test_retire_hides_an_entry_and_restore_returns_it(reviewed, reviewer):
+    entry = services.promote_run(run=reviewed, actor=reviewer)
     text = entry.triple_text
     services.set_memory_status(entry=entry, status=MemoryEntry.Status.RETIRED, actor=reviewer)
     assert entry.pk not in [m.id for m in bank.retrieve(text, k=5)]
@@ -153,5 +161,14 @@ def test_a_benchmark_triple_of_an_evaluation_is_never_promoted(run, reviewer):
     VerificationTask.objects.filter(pk=run.task_id).update(source="evaluation:codex-agent-100 (valid)")
     run.task.refresh_from_db()
     with pytest.raises(ReviewRejected, match="benchmark triple of an evaluation"):
+        services.promote_run(run=run, actor=reviewer)
+    assert not MemoryEntry.objects.filter(source_run=run).exists()
+
+
+def test_an_unreviewed_run_is_not_promoted(run, reviewer):
+    with pytest.raises(ReviewRejected, match="review run .* first"):
+        services.promote_run(run=run, actor=reviewer)
+    services.review_run(run=run, reviewer=reviewer, decision="comment", reason="looks fine")  # a comment is no review
+    with pytest.raises(ReviewRejected, match="review run .* first"):
         services.promote_run(run=run, actor=reviewer)
     assert not MemoryEntry.objects.filter(source_run=run).exists()

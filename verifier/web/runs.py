@@ -79,7 +79,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
         "promote_url": _promote_url(run),
-        "promotable": not run.task.source.startswith(EVALUATION_SOURCE_PREFIX),
+        "promotable": any(r.verdict for r in reviews) and not run.task.source.startswith(EVALUATION_SOURCE_PREFIX),
         "undo_review": undoable_review(request),
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),

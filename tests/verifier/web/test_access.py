@@ -93,6 +93,7 @@ def _below(role: str) -> str | None:
 def rows(make_user) -> dict:
     world = make_world()
     run = make_finished_run(world)
+    Review.objects.create(run=run, reviewer=make_user("reviewer", "rosa"), decision="accept", verdict="correct")  # promotable
     entry = bank.add_entry(triple_text="Douglas Adams country of citizenship United Kingdom", trajectory="Thought: …",
                            verdict="correct")
     evaluation = Evaluation.objects.create(name="access-codex", suite="access", kg=world.kg, benchmark="codex-s",

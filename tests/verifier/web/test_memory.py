@@ -115,6 +115,7 @@ def test_promote_page_offers_the_run_trajectory_for_editing(make_user):
 def test_promoting_with_an_edited_trajectory_makes_an_active_entry_the_next_run_retrieves_first(make_user):
     run = make_finished_run(make_world())
     reviewer = make_user("reviewer")
+    Review.objects.create(run=run, reviewer=reviewer, decision="accept", verdict="correct")
     client = signed_in(reviewer)
     edited = "Thought: Cambridge is in England.\nAction: KG_Path(Douglas Adams, United Kingdom)\nFinal Answer: [Correct]"
     response = client.post(reverse("run-promote", args=[run.pk]), {

@@ -210,8 +210,12 @@ def test_decisions_on_a_run_without_a_verdict_are_refused(make_user, world):
 
 def test_review_form_shows_decisions_to_reviewers_and_only_comments_to_curators(make_user, finished):
     url = reverse("run-detail", args=[finished.pk])
-    reviewer_page = client_for(make_user, "reviewer").get(url).content.decode()
-    assert all(f'id="{i}"' in reviewer_page for i in ("review-form", "review-accept", "review-override", "review-nee", "promote-link"))
+    reviewer = client_for(make_user, "reviewer")
+    reviewer_page = reviewer.get(url).content.decode()
+    assert all(f'id="{i}"' in reviewer_page for i in ("review-form", "review-accept", "review-override", "review-nee"))
+    assert 'id="promote-link"' not in reviewer_page  # promotion follows a review
+    _review(reviewer, finished, decision="accept")
+    assert 'id="promote-link"' in reviewer.get(url).content.decode()
     curator_page = client_for(make_user, "curator").get(url).content.decode()
     assert 'id="review-form"' in curator_page and 'id="review-comment"' in curator_page
     assert 'id="review-accept"' not in curator_page
