@@ -162,6 +162,8 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         if final is not None:
             SupportItem.objects.filter(run=run, key__in=final.cited).update(cited=True)
             assessment = assess(run, verdict=final.verdict or "", stated=final.confidence, weighed=final.assessment)
+            run.verdict = final.verdict or ""
+            signals = signals_of(run, forced=final.forced)
     except Exception as error:  # noqa: BLE001 — whatever went wrong, the run ends failed and its task is free again
         expected = isinstance(error, LLMError | ValueError | RuntimeError)
         (logger.warning if expected else logger.exception)("run %s failed: %s", run.pk, error)
@@ -172,10 +174,9 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     if final is None:  # cancelled: the task goes back to the queue
         release_task(task.pk)
         return run
-    run.verdict = final.verdict or ""
     _finish(run, Run.Status.SUCCEEDED, verdict=run.verdict, explanation=final.explanation,
             confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
-            structural_model_id=assessment.structural_model, signals=signals_of(run, forced=final.forced))
+            structural_model_id=assessment.structural_model, signals=signals)
     return run
 
 
