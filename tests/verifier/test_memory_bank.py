@@ -1,11 +1,13 @@
-"""The memory bank's files: the seed bank the demo loads, export → import, and files that are not banks."""
+"""The memory bank: the seed bank the demo loads, export → import, files that are not banks, and retrieval behind filters."""
 
 import json
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from pgvector.django import CosineDistance
 
-from verifier.memory import bank
+from verifier.memory import bank, encoder
 from verifier.models import MemoryEntry
 
 pytestmark = pytest.mark.django_db
@@ -46,3 +48,23 @@ def test_a_file_that_is_not_a_bank_is_refused_and_nothing_is_added(tmp_path):
     path.write_text("{}")
     with pytest.raises(ValueError, match="not a KGV memory bank export"):
         bank.import_bank(path)
+
+
+def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out():
+    """The HNSW index walks a bounded candidate list (hnsw.ef_search) and the status and relation filters are
+    applied to what it returns; so are rows a rolled-back transaction left in the index. A bank whose nearest
+    entries were retired since the planner last looked must still yield the precedent behind them."""
+    claim = "Douglas Adams country of citizenship United Kingdom"
+    texts = [f"Douglas Adams {word} country of citizenship United Kingdom" for word in range(400)]
+    MemoryEntry.objects.bulk_create(
+        MemoryEntry(triple_text=text, trajectory="x", verdict="correct", embedding=vector, relation_label="country of citizenship")
+        for text, vector in zip(texts, encoder.encode(texts), strict=True))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE verifier_memoryentry")  # the planner now expects most rows to pass the filters
+    MemoryEntry.objects.update(status=MemoryEntry.Status.RETIRED)
+    sartre = bank.add_entry(triple_text="Jean-Paul Sartre country of citizenship France", trajectory="x", verdict="correct",
+                            relation_label="country of citizenship")
+    plan = (MemoryEntry.objects.filter(status="active", relation_label="country of citizenship")
+            .annotate(distance=CosineDistance("embedding", encoder.encode_one(claim))).order_by("distance")[:3].explain())
+    assert "memory_embedding_hnsw" in plan  # the approximate index is the path under test
+    assert [m.id for m in bank.for_claim(claim, 3, "country of citizenship")] == [sartre.pk]
