@@ -43,13 +43,14 @@ import pyoxigraph as ox  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from verifier.agent.steps import Claim  # noqa: E402
 from verifier.kg.loader import embed_relation_labels, load_source  # noqa: E402
 from verifier.kg.sources import read_tsv_triples  # noqa: E402
 from verifier.kg.store import PostgresKG  # noqa: E402
 from verifier.memory import encoder  # noqa: E402
 from verifier.models import KnowledgeGraph, Relation  # noqa: E402
 from verifier.structure.evidence import StructuralEvidence  # noqa: E402
-from verifier.tools.base import QueryTriple, ToolContext  # noqa: E402
+from verifier.tools.base import ToolContext  # noqa: E402
 from verifier.tools.registry import Toolbox  # noqa: E402
 
 CACHE = settings.KGV_CACHE_DIR / "bench"
@@ -85,7 +86,7 @@ def ensure_dataset(name: str) -> KnowledgeGraph:
     return kg
 
 
-def validation_queries(kg: KnowledgeGraph, path: Path, n: int) -> list[QueryTriple]:
+def validation_queries(kg: KnowledgeGraph, path: Path, n: int) -> list[Claim]:
     store = PostgresKG(kg)
     queries = []
     with path.open(encoding="utf-8") as handle:
@@ -93,7 +94,7 @@ def validation_queries(kg: KnowledgeGraph, path: Path, n: int) -> list[QueryTrip
             head, relation, tail = line.rstrip("\r\n").split("\t")
             h, r, t = store.entity(head), store.relation(relation), store.entity(tail)
             if h and r and t:
-                queries.append(QueryTriple(head, relation, tail, h.label, r.label, t.label))
+                queries.append(Claim(head, relation, tail, h.label, r.label, t.label))
             if len(queries) == n:
                 break
     return queries
@@ -246,7 +247,7 @@ def versus_sparql(kg: KnowledgeGraph, nt: Path, held: list[tuple[str, str, str]]
         Toolbox(ToolContext(kg=store)).call("KG_Path", [head, tail])
         sparql_paths(oxigraph, head, tail, 20)
     for head, relation, tail in held:
-        context = ToolContext(kg=store, query=QueryTriple(head, relation, tail, head, "", tail))
+        context = ToolContext(kg=store, query=Claim(head, relation, tail, head, "", tail))
         record("KG_Path      local store (tool, shortest-first top 20)  ", Toolbox(context).call, "KG_Path", [head, tail])
         record("KG_Path      pyoxigraph  (SPARQL, shortest-first top 20)", sparql_paths, oxigraph, head, tail, 20)
         if full_enumeration:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import models
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from verifier.models.kg import Entity, KnowledgeGraph, Relation
@@ -19,10 +20,12 @@ class StructuralModelQuerySet(models.QuerySet):
         return self.filter(status__in=[StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING])
 
     def ready_for(self, kg: KnowledgeGraph) -> StructuralModel | None:
-        """The newest ready model of the KG's current version, without its weights (megabytes, read once per
-        process by verifier/structure/scoring.py when it loads the network; every tool call asks this)."""
-        return (self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY).defer("weights")
-                .order_by("-id").first())
+        """The newest ready model of the KG's current version, without its weights and calibration (megabytes,
+        read once per process and calibration by verifier/structure/scoring.py; every tool call asks this), with
+        the calibration's ``calibration_stamp``."""
+        return (self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY)
+                .select_related("kg").defer("weights", "calibration")
+                .annotate(calibration_fitted_at=KT("calibration__fitted_at")).order_by("-id").first())
 
 
 class StructuralModel(models.Model):
@@ -70,6 +73,13 @@ class StructuralModel(models.Model):
         last = self.heartbeat_at or self.created_at
         limit = TRAINING_STALE_AFTER * (6 if self.status == self.Status.QUEUED else 1)  # a queued job waits for a worker
         return last is not None and timezone.now() - last > limit
+
+    @property
+    def calibration_stamp(self) -> str:
+        """When the calibration was fitted: what names it in the per-process caches of a calibration."""
+        if "calibration" in self.get_deferred_fields() and hasattr(self, "calibration_fitted_at"):
+            return self.calibration_fitted_at or ""
+        return str((self.calibration or {}).get("fitted_at", ""))
 
     @property
     def description(self) -> str:

@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from verifier.models import Entity, Passage
+from verifier.models import Entity, Passage, Relation
 from verifier.structure.dataset import kg_triples
 
 NEIGHBOURS = 10
@@ -81,18 +81,23 @@ class Described:
 
 class DescriptionIndex:
     """The entities' texts as TF-IDF vectors and the KG's values per (head, relation) and (relation, tail), by
-    entity and relation row ids. Built once per KG version and process (``index_for``)."""
+    entity and relation row ids, with the external ids of those rows. Built once per KG version and process
+    (``index_for``)."""
 
     def __init__(self, kg_id: int):
-        entities = list(Entity.objects.filter(kg_id=kg_id).order_by("pk").values_list("pk", "label", "description", "aliases"))
+        entities = list(Entity.objects.filter(kg_id=kg_id).order_by("pk").values_list("pk", "label", "description", "aliases",
+                                                                                       "external_id"))
         passages: dict[int, list[str]] = defaultdict(list)
         for entity, text in Passage.objects.filter(kg_id=kg_id).values_list("entity_id", "text"):
             passages[entity].append(text)
         self.position = {pk: i for i, (pk, *_) in enumerate(entities)}
         self.rows = [pk for pk, *_ in entities]
-        self.labels = {pk: label or "" for pk, label, _, _ in entities}
-        self.aliases = {pk: list(aliases or []) for pk, _, _, aliases in entities}
-        self.texts = [" ".join([description or "", *passages[pk]]).strip() for pk, _, description, _ in entities]
+        self.labels = {pk: label or "" for pk, label, *_ in entities}
+        self.aliases = {pk: list(aliases or []) for pk, _, _, aliases, _ in entities}
+        self.external_ids = {pk: external for pk, *_, external in entities}
+        self.entity_row = {external: pk for pk, *_, external in entities}
+        self.relation_row = dict(Relation.objects.filter(kg_id=kg_id).values_list("external_id", "pk"))
+        self.texts = [" ".join([description or "", *passages[pk]]).strip() for pk, _, description, *_ in entities]
         try:
             self.vectors = TfidfVectorizer(sublinear_tf=True, min_df=2, stop_words="english").fit_transform(self.texts)
         except ValueError:  # no text at all (or only stop words): no neighbours to ask
@@ -136,6 +141,11 @@ class DescriptionIndex:
     def _named(self, text_of: int, named: int) -> bool:
         pattern = _pattern(self, named)
         return bool(pattern and text_of in self.position and pattern.search(self.texts[self.position[text_of]]))
+
+    def triple_rows(self, head: str, relation: str, tail: str) -> tuple[int, int, int] | None:
+        """The row ids of a triple given by external ids; None if a part is not in the KG (as it was indexed)."""
+        parts = (self.entity_row.get(head), self.relation_row.get(relation), self.entity_row.get(tail))
+        return None if None in parts else parts
 
     def described(self, head: int, relation: int, tail: int) -> Described:
         tail_vote = self._vote(head, relation, "tail", lambda e: tail in self.tails.get((e, relation), ()))

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Value
 
-from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, Triple
-from verifier.structure import described, fitting, scoring
-from verifier.structure.calibration import CrossFitted
+from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel
+from verifier.structure import fitting, scoring
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
+
+SHOWN_HOLDERS = 3  # the description neighbours named in the observation
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,12 @@ class StructuralEvidence:
         self.kg = kg
 
     def rows(self, head: str, relation: str, tail: str) -> tuple[int, int, int] | None:
-        entities = dict(Entity.objects.filter(kg=self.kg, external_id__in=[head, tail]).values_list("external_id", "pk"))
-        relation_row = Relation.objects.filter(kg=self.kg, external_id=relation).values_list("pk", flat=True).first()
-        if head not in entities or tail not in entities or relation_row is None:
-            return None
-        return entities[head], relation_row, entities[tail]
+        """The row ids of a triple given by external ids, in one query; None if a part is not in the KG."""
+        entities = Entity.objects.filter(kg=self.kg, external_id__in=[head, tail]).values_list(Value("e"), "external_id", "pk")
+        relations = Relation.objects.filter(kg=self.kg, external_id=relation).values_list(Value("r"), "external_id", "pk")
+        found = {(kind, external): pk for kind, external, pk in entities.union(relations)}
+        parts = (found.get(("e", head)), found.get(("r", relation)), found.get(("e", tail)))
+        return None if None in parts else parts
 
     def model(self) -> StructuralModel | Unavailable:
         """The KG's ready model of its current version, or why there is none."""
@@ -93,28 +95,28 @@ class StructuralEvidence:
         model = self.model()
         if isinstance(model, Unavailable):
             return model
-        rows = self.rows(head, relation, tail)
+        loaded = scoring.loaded(model)
+        index = loaded.text()
+        rows = index.triple_rows(head, relation, tail)
         if rows is None:
             return Unavailable(f"({head}, {relation}, {tail}) is not made of entities and a relation of {self.kg.name}.")
-        if scoring.trained_on(model, *rows):
+        if loaded.learnt(*rows):
             return self._learnt(rows)
-        result = scoring.loaded(model).plausibility(*rows)
+        result = loaded.plausibility(*rows)
         if result is None:
             return Unavailable(f"The structural model of {self.kg.name} does not know one of these entities (added after training).")
         head_row, relation_row, tail_row = rows
+        shown = result.text.tail_vote.holding[:SHOWN_HOLDERS]
+        named = {pk: (index.external_ids[pk], index.labels[pk] or index.external_ids[pk])
+                 for pk in [row for row, _ in result.tail.alternatives + result.head.alternatives] + shown}
+        stated = index.tails
         return PlausibilityReport(
             model, result.probability, result.features,
-            self._side(result.tail, lambda alt: (head_row, relation_row, alt)),
-            self._side(result.head, lambda alt: (alt, relation_row, tail_row)),
-            self._text(result.text),
+            _side(result.tail, named, lambda alt: alt in stated.get((head_row, relation_row), ())),
+            _side(result.head, named, lambda alt: tail_row in stated.get((alt, relation_row), ())),
+            TextEvidence(result.text.tail_vote.share, len(result.text.tail_vote.neighbours),
+                         [named[pk][1] for pk in shown], result.text.tail_named, result.text.head_named),
         )
-
-    @staticmethod
-    def _text(text: described.Described, shown: int = 3) -> TextEvidence:
-        holders = text.tail_vote.holding[:shown]
-        labels = dict(Entity.objects.filter(pk__in=holders).values_list("pk", "label"))
-        return TextEvidence(text.tail_vote.share, len(text.tail_vote.neighbours), [labels.get(pk, "") for pk in holders],
-                            text.tail_named, text.head_named)
 
     def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:
         """The model learnt this triple. Only a triple queued for verification gets a model trained without it
@@ -132,7 +134,7 @@ class StructuralEvidence:
 
     def rules(self, head: str, relation: str, tail: str, *, limit: int = 5) -> RuleEvidence | Unavailable:
         """What the rules mined from the KG's current version say for and against (head, relation, tail)."""
-        if not MinedRule.objects.filter(kg=self.kg, kg_version=self.kg.version).exists():
+        if not _mined(self.kg):
             return Unavailable(f"No rules have been mined for {self.kg.name} v{self.kg.version} yet, so there is no rule "
                                "evidence; look for the patterns yourself with KG_Path and KG_Neighbor.")
         rows = self.rows(head, relation, tail)
@@ -144,23 +146,23 @@ class StructuralEvidence:
         """The calibrated probability the rule evidence gives the triple (fitted with the structural model on
         the same labelled triples), or None before a model is ready."""
         model = StructuralModel.objects.ready_for(self.kg)
-        calibration = CrossFitted.from_stored(model.calibration or {}, "rules") if model else None
+        calibration = fitting.stored_calibration(model, "rules") if model else None
         if calibration is None:
             return None
         return calibration.probability(rule_features(evidence), str(evidence.rows[1]), fitting.fold_of(model).get(tuple(evidence.rows)))
 
-    def _side(self, ranked: scoring.Ranked, triple_of) -> SideRanking:
-        rows = [row for row, _ in ranked.alternatives]
-        labels = {pk: (ext, label) for pk, ext, label in Entity.objects.filter(pk__in=rows).values_list("pk", "external_id", "label")}
-        triples = [triple_of(row) for row in rows]
-        stated: set[tuple[int, int, int]] = set()
-        if triples:  # which alternatives the KG states, in one query
-            either = Q()
-            for h, r, t in triples:
-                either |= Q(head_id=h, relation_id=r, tail_id=t)
-            stated = set(Triple.objects.filter(either, kg=self.kg).values_list("head_id", "relation_id", "tail_id"))
-        alternatives = []
-        for (row, probability), triple in zip(ranked.alternatives, triples, strict=True):
-            ext, label = labels[row]
-            alternatives.append(Candidate(ext, label or ext, probability, triple in stated))
-        return SideRanking(ranked.rank, ranked.candidates, alternatives)
+
+_MINED: set[tuple[int, int]] = set()  # (KG row id, version) known to have mined rules: they stay until a new version
+
+
+def _mined(kg: KnowledgeGraph) -> bool:
+    key = (kg.pk, kg.version)
+    if key not in _MINED and MinedRule.objects.filter(kg=kg, kg_version=kg.version).exists():
+        _MINED.add(key)
+    return key in _MINED
+
+
+def _side(ranked: scoring.Ranked, named: dict[int, tuple[str, str]], in_kg) -> SideRanking:
+    """A ranking in external ids and labels; ``in_kg(row)``: the KG states that alternative."""
+    alternatives = [Candidate(*named[row], probability, in_kg(row)) for row, probability in ranked.alternatives]
+    return SideRanking(ranked.rank, ranked.candidates, alternatives)

@@ -69,13 +69,24 @@ def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) ->
 
 
 _FOLDS: dict[tuple[int, str], dict[tuple[int, int, int], int]] = {}
+_CALIBRATIONS: dict[tuple[int, str, str], CrossFitted | None] = {}
 _FOLDS_LOCK = threading.Lock()
+
+
+def stored_calibration(model: StructuralModel, name: str) -> CrossFitted | None:
+    """The model's calibration ``name`` ("structural", "rules"), read once per process and calibration."""
+    key = (model.pk, model.calibration_stamp, name)
+    with _FOLDS_LOCK:
+        if key not in _CALIBRATIONS:
+            stored = StructuralModel.objects.filter(pk=model.pk).values_list("calibration", flat=True).first()
+            _CALIBRATIONS[key] = CrossFitted.from_stored(stored or {}, name)
+        return _CALIBRATIONS[key]
 
 
 def fold_of(model: StructuralModel) -> dict[tuple[int, int, int], int]:
     """(head, relation, tail) row ids → the fold its calibration left it out of, for the triples the KG's
     current calibration was fitted on; read once per process and calibration."""
-    key = (model.kg_id, str((model.calibration or {}).get("fitted_at", "")))
+    key = (model.kg_id, model.calibration_stamp)
     with _FOLDS_LOCK:
         if key not in _FOLDS:
             _FOLDS[key] = {(h, r, t): fold for h, r, t, fold in FitTriple.objects.filter(

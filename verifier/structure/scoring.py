@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,10 +77,12 @@ class LoadedModel:
             self.calibration = None
         self.folds = fitting.fold_of(row) if self.calibration is not None else {}
         self._known: dict[str, dict[tuple[int, int], np.ndarray]] | None = None
-        self._candidates: dict[tuple[int, str], np.ndarray] = {}
+        self._candidates: dict[tuple[int, str], np.ndarray] | None = None
         self._lock = threading.Lock()
         self._kg_id, self._version = row.kg_id, row.kg_version
-        self.calibration_stamp = ""
+        self.calibration_stamp = row.calibration_stamp
+        # The triples it was trained without (written with the model, before it is ready: fixed from then on)
+        self.held_out = set(HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id"))
 
     def index(self, entity_row: int | None = None, relation_row: int | None = None) -> int | None:
         rows, value = (self.entity_rows, entity_row) if entity_row is not None else (self.relation_rows, relation_row)
@@ -99,23 +102,31 @@ class LoadedModel:
 
     def candidates(self, relation_row: int, side: str) -> np.ndarray:
         """Indices of the type-compatible entities for the relation's tail (range) or head (domain)."""
-        key = (relation_row, side)
         with self._lock:
-            if key not in self._candidates:
-                self._candidates[key] = self._compatible(relation_row, side)
-            return self._candidates[key]
+            if self._candidates is None:
+                self._candidates = self._compatible()
+            return self._candidates.get((relation_row, side), np.empty(0, dtype=np.int64))
 
-    def _compatible(self, relation_row: int, side: str) -> np.ndarray:
-        relation = Relation.objects.get(pk=relation_row)
-        types = relation.range if side == "tail" else relation.domain
-        rows: list[int] = []
-        if types:
-            rows = list(Entity.objects.filter(kg_id=self._kg_id, types__overlap=list(types)).values_list("pk", flat=True))
-        if not rows:
-            column = "tail_id" if side == "tail" else "head_id"
-            rows = list(Triple.objects.filter(kg_id=self._kg_id, relation_id=relation_row).values_list(column, flat=True).distinct())
-        indices = np.searchsorted(self.entity_rows, np.array(sorted(set(rows)), dtype=np.int64))
-        return indices[indices < len(self.entity_rows)]
+    def _compatible(self) -> dict[tuple[int, str], np.ndarray]:
+        """Every relation's candidates, (relation row, side) → entity indices, computed at once (per relation on
+        demand, the first question about each relation waited for its own queries): the entities sharing a
+        declared type with the range (domain), else those the KG has in that role of the relation."""
+        typed: dict[str, list[int]] = defaultdict(list)
+        for pk, types in Entity.objects.filter(kg_id=self._kg_id).exclude(types=[]).values_list("pk", "types"):
+            for entity_type in types:
+                typed[entity_type].append(pk)
+        triples = kg_triples(self._kg_id)
+        out: dict[tuple[int, str], np.ndarray] = {}
+        for relation_row, domain, range_ in Relation.objects.filter(kg_id=self._kg_id).values_list("pk", "domain", "range"):
+            for side, types, column in (("tail", range_, 2), ("head", domain, 0)):
+                rows = np.array(sorted({pk for t in types or () for pk in typed.get(t, ())}), dtype=np.int64)
+                if not len(rows):
+                    rows = np.unique(triples[triples[:, 1] == relation_row, column])
+                indices = np.searchsorted(self.entity_rows, rows)
+                known = indices < len(self.entity_rows)
+                known[known] = self.entity_rows[indices[known]] == rows[known]  # not an entity added after training
+                out[(relation_row, side)] = indices[known]
+        return out
 
     def _ranked(self, log_probs: np.ndarray, target: int, candidates: np.ndarray) -> Ranked:
         pool = np.union1d(candidates, [target])
@@ -134,6 +145,11 @@ class LoadedModel:
                                 np.searchsorted(self.entity_rows, triples[:, 2])], axis=1) if len(triples) else np.empty((0, 3), int)
                 self._known = {"tail": _grouped(idx[:, :2], idx[:, 2]), "head": _grouped(idx[:, 1:], idx[:, 0])}
             return self._known[side]
+
+    def learnt(self, head_row: int, relation_row: int, tail_row: int) -> bool:
+        """True when the model learnt this very triple: it is a triple of the KG that was not held out."""
+        stated = tail_row in self.text().tails.get((head_row, relation_row), ())
+        return stated and (head_row, relation_row, tail_row) not in self.held_out
 
     def text(self) -> described.DescriptionIndex:
         return described.index_for(self._kg_id, self._version)
@@ -207,20 +223,16 @@ def loaded(row: StructuralModel) -> LoadedModel:
     KG's newer model replaces its older one."""
     with _LOADING:
         model = _LOADED.get(row.kg_id)
-        if model is None or model.row_id != row.pk or model.calibration_stamp != _stamp(row):
-            fresh = StructuralModel.objects.get(pk=row.pk)
-            model = LoadedModel(fresh)
-            model.calibration_stamp = _stamp(fresh)
+        if model is None or model.row_id != row.pk or model.calibration_stamp != row.calibration_stamp:
+            model = LoadedModel(StructuralModel.objects.get(pk=row.pk))
             _LOADED[row.kg_id] = model
         return model
 
 
-def _stamp(row: StructuralModel) -> str:
-    return str((row.calibration or {}).get("fitted_at", ""))
-
-
 def trained_on(row: StructuralModel, head_row: int, relation_row: int, tail_row: int) -> bool:
-    """True when the model learnt this very triple: it is a KG triple that was not held out."""
+    """True when the model learnt this very triple: it is a KG triple that was not held out. Read from the
+    database, for the evaluation's anti-leakage proof; the tools ask the loaded model (``LoadedModel.learnt``,
+    the same rule in memory)."""
     in_kg = Triple.objects.filter(kg_id=row.kg_id, head_id=head_row, relation_id=relation_row, tail_id=tail_row).exists()
     if not in_kg:
         return False

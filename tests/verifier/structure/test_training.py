@@ -100,6 +100,10 @@ def test_a_queued_triple_is_never_scored_by_a_model_trained_on_it(towns):
     slice_ = set(HeldOutTriple.objects.filter(model=model).values_list("head_id", "relation_id", "tail_id"))
     learnt = next(t for t in triples if t[1] == "citizen_of" and _ids(kg, *t) not in slice_)
     assert scoring.trained_on(model, *_ids(kg, *learnt))
+    # The tools ask the loaded model, the anti-leakage proof the database: the same rule for every KG triple.
+    loaded = scoring.loaded(StructuralModel.objects.ready_for(kg))
+    for triple in triples:
+        assert loaded.learnt(*_ids(kg, *triple)) == scoring.trained_on(model, *_ids(kg, *triple))
     # Asked about without being queued (an agent or a curator exploring): refused, and no training started.
     refused = StructuralEvidence(kg).plausibility(*learnt)
     assert isinstance(refused, Unavailable) and "learnt this triple" in refused.message

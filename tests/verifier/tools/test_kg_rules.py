@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tests.verifier.structure.test_rules import codex, family, load_codex  # noqa: F401  (fixtures)
+from verifier.agent.steps import Claim
 from verifier.agent.support import SupportSet
 from verifier.evaluation.outcomes import item_leaks
 from verifier.kg.store import PostgresKG
 from verifier.models import Entity, Relation
 from verifier.structure.evidence import StructuralEvidence
 from verifier.structure.rules import mine_rules
-from verifier.tools.base import QueryTriple, ToolContext
+from verifier.tools.base import ToolContext
 from verifier.tools.registry import Toolbox
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 def context(kg, head: str, relation: str, tail: str, *, structure: bool = True) -> ToolContext:
     labels = dict(Entity.objects.filter(kg=kg, external_id__in=[head, tail]).values_list("external_id", "label"))
-    query = QueryTriple(head, relation, tail, labels[head], Relation.objects.get(kg=kg, external_id=relation).label, labels[tail])
+    query = Claim(head, relation, tail, labels[head], Relation.objects.get(kg=kg, external_id=relation).label, labels[tail])
     return ToolContext(kg=PostgresKG(kg), query=query, structure=StructuralEvidence(kg) if structure else None)
 
 

@@ -100,10 +100,10 @@ def test_without_a_query_triple_the_fact_is_visible(world):
 
 
 def test_the_reverse_reading_of_the_query_triple_is_withheld(world_kg):
-    from verifier.tools.base import QueryTriple
+    from verifier.agent.steps import Claim
 
     # Verifying (United Kingdom, P27, Douglas Adams) must not reveal (Douglas Adams, P27, United Kingdom).
-    query = QueryTriple("Q145", "P27", "Q42", "United Kingdom", "country of citizenship", "Douglas Adams")
+    query = Claim("Q145", "P27", "Q42", "United Kingdom", "country of citizenship", "Douglas Adams")
     ctx = ToolContext(kg=PostgresKG(world_kg), query=query)
     assert "-> [country of citizenship] ->" not in call(ctx, "KG_Neighbor", "Q42").text
     assert "-[country of citizenship]-" not in call(ctx, "KG_Path", "Q145", "Q42").text

@@ -3,8 +3,9 @@
 import pytest
 
 from tests.sparql_endpoint import SparqlTestEndpoint
+from verifier.agent.steps import Claim
 from verifier.kg.sparql import SparqlBackend
-from verifier.tools.base import QueryTriple, ToolContext
+from verifier.tools.base import ToolContext
 from verifier.tools.registry import Toolbox
 
 
@@ -18,7 +19,7 @@ def endpoint():
 def toolbox(endpoint):
     endpoint.recover()
     backend = SparqlBackend(endpoint.url, timeout=2, retries=1, backoff=0.01, max_wait=0.1)
-    query = QueryTriple("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
+    query = Claim("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
     return Toolbox(ToolContext(kg=backend, query=query))
 
 
