@@ -2,11 +2,12 @@
 
 import pytest
 
+from verifier.agent.steps import Claim
 from verifier.evidence.corpus import PostgresCorpus
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, PassageRecord, RelationRecord, TypeRecord
 from verifier.kg.store import PostgresKG
-from verifier.tools.base import QueryTriple, ToolContext
+from verifier.tools.base import ToolContext
 
 ENTITIES = [
     EntityRecord("Q42", "Douglas Adams", "English writer and humorist", ["Douglas Noel Adams"], ["Q5"]),
@@ -59,5 +60,5 @@ def world_kg(db):
 @pytest.fixture
 def world(world_kg):
     """A tool context on the world KG, verifying (Douglas Adams, country of citizenship, United Kingdom)."""
-    query = QueryTriple("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
+    query = Claim("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
     return ToolContext(kg=PostgresKG(world_kg), corpus=PostgresCorpus(world_kg), query=query)

@@ -29,7 +29,6 @@ from verifier.models import Review, Run, RunMemory, Step, SupportItem, Verificat
 from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.services import release_task
-from verifier.tools.base import QueryTriple
 from verifier.wiring import backend_for, build_llm, build_toolbox, settled_config
 
 logger = logging.getLogger(__name__)
@@ -153,8 +152,7 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         run.model = getattr(llm, "model", "")
         Run.objects.filter(pk=run.pk).update(config=run.config, model=run.model)
         claim = claim_of(task)
-        query = QueryTriple(claim.head, claim.relation, claim.tail, claim.head_label, claim.relation_label, claim.tail_label)
-        toolbox = build_toolbox(task.kg, query, kg_tools=config.kg_tools, external_tools=config.external_tools,
+        toolbox = build_toolbox(task.kg, claim, kg_tools=config.kg_tools, external_tools=config.external_tools,
                                 structural_tools=config.structural_tools)
         investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim, schema=_schema(task),
                                       weigher=weigher_for(task))

@@ -7,6 +7,7 @@ import os
 
 from django.conf import settings
 
+from verifier.agent.steps import Claim
 from verifier.evidence.corpus import PostgresCorpus
 from verifier.evidence.mediawiki import MediaWikiSource
 from verifier.evidence.web import provider_from_env
@@ -14,7 +15,7 @@ from verifier.kg.base import KGBackend
 from verifier.kg.store import PostgresKG
 from verifier.models import KnowledgeGraph
 from verifier.structure.evidence import StructuralEvidence
-from verifier.tools.base import QueryTriple, ToolContext
+from verifier.tools.base import ToolContext
 from verifier.tools.cache import DjangoToolCache
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
 from verifier.tools.registry import Toolbox, available
@@ -33,7 +34,7 @@ def backend_for(kg: KnowledgeGraph) -> KGBackend:
     return PostgresKG(kg)
 
 
-def query_triple(kg: KnowledgeGraph, head: str, relation: str, tail: str) -> QueryTriple:
+def query_triple(kg: KnowledgeGraph, head: str, relation: str, tail: str) -> Claim:
     """The triple under verification, by ids, from ids or names; ValueError says which part is unclear."""
     context = ToolContext(kg=backend_for(kg))
     parts = [resolve_entity(context, head), resolve_relation(context, relation), resolve_entity(context, tail)]
@@ -41,10 +42,10 @@ def query_triple(kg: KnowledgeGraph, head: str, relation: str, tail: str) -> Que
     if problems:
         raise ValueError("; ".join(problems))
     h, r, t = parts
-    return QueryTriple(h.id, r.id, t.id, h.label, r.label, t.label)
+    return Claim(h.id, r.id, t.id, h.label, r.label, t.label)
 
 
-def build_toolbox(kg: KnowledgeGraph, query: QueryTriple | None = None, *, kg_tools: bool = True,
+def build_toolbox(kg: KnowledgeGraph, query: Claim | None = None, *, kg_tools: bool = True,
                   external_tools: bool = True, structural_tools: bool = True, shared_cache: bool = True) -> Toolbox:
     encyclopedia = None
     if settings.WIKIPEDIA_API_URL:

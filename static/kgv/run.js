@@ -39,37 +39,12 @@
   const timeline = $("timeline");
   let lastSeq = Number(page.dataset.lastSeq || 0);
 
+  // A step arrives rendered by the server (templates/verifier/run_step.html, as on page load): one renderer.
   function stepElement(step) {
-    const item = document.createElement("li");
-    item.className = "step kind-" + step.kind;
-    item.id = "step-" + step.seq;
-    item.dataset.seq = step.seq;
-    item.dataset.kind = step.kind;
-    const head = document.createElement("div");
-    head.className = "step-head";
-    const parts = [["seq", String(step.seq)], ["kind", KIND_LABELS[step.kind] || step.kind]];
-    parts.forEach(([cls, text]) => {
-      const span = document.createElement("span");
-      span.className = cls;
-      span.textContent = text;
-      head.appendChild(span);
-    });
-    if (step.tool) {
-      const tool = document.createElement("code");
-      tool.className = "tool";
-      tool.textContent = step.tool;
-      head.appendChild(tool);
-    }
-    const meta = document.createElement("span");
-    meta.className = "meta";
-    const tokens = step.prompt_tokens || step.completion_tokens ? ` · ${step.prompt_tokens}+${step.completion_tokens} tokens` : "";
-    meta.textContent = (step.duration_ms ? step.duration_ms + " ms" : "") + tokens;
-    head.appendChild(meta);
-    const content = document.createElement("pre");
-    content.className = "content";
-    content.textContent = step.content;
-    item.append(head, content);
-    linkifyKeys(content);
+    const holder = document.createElement("template");
+    holder.innerHTML = step.html.trim();
+    const item = holder.content.firstElementChild;
+    item.querySelectorAll("pre.content").forEach(linkifyKeys);
     return item;
   }
 
@@ -176,10 +151,6 @@
     addSegment(step.seq, step.kind, step.duration_ms);
     sizeTimeline();
     if ($("steps-empty")) $("steps-empty").hidden = true;
-    if (step.kind === "verdict") {
-      const verdict = /^\[(Correct|Incorrect|Not enough evidence)\]/i.exec(step.content);
-      if (verdict) showVerdict(verdict[1].toLowerCase().replace(/ /g, "_"));
-    }
     if (follow) stepList.lastElementChild.scrollIntoView({ block: "end" });
   }
 

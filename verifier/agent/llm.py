@@ -67,7 +67,6 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         grammar: str | None = None,
         tools: list[dict] | None = None,
-        json_schema: dict | None = None,
         top_logprobs: int | None = None,
     ) -> Completion: ...
 
@@ -168,11 +167,10 @@ class OpenAICompatibleLLM:
         max_tokens: int | None = None,
         grammar: str | None = None,
         tools: list[dict] | None = None,
-        json_schema: dict | None = None,
         top_logprobs: int | None = None,
     ) -> Completion:
         request = self._request(messages, stop=stop, temperature=temperature, max_tokens=max_tokens, grammar=grammar,
-                                tools=tools, json_schema=json_schema)
+                                tools=tools)
         if top_logprobs:
             request.update(logprobs=True, top_logprobs=top_logprobs)
         started = time.perf_counter()
@@ -197,7 +195,7 @@ class OpenAICompatibleLLM:
     # -- one attempt ---------------------------------------------------------------------------------------
 
     def _request(self, messages: list[dict], *, stop: list[str] | None, temperature: float | None, max_tokens: int | None,
-                 grammar: str | None, tools: list[dict] | None, json_schema: dict | None) -> dict[str, Any]:
+                 grammar: str | None, tools: list[dict] | None) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -210,10 +208,6 @@ class OpenAICompatibleLLM:
         if tools:
             request["tools"] = tools
             request["tool_choice"] = "auto"
-        if json_schema is not None:
-            # llama-cpp-python answers HTTP 500 to {"type": "json_schema"}; json_object + schema works there and on
-            # llama.cpp's server, and OpenAI accepts json_object (ignoring the schema).
-            request["response_format"] = {"type": "json_object", "schema": json_schema}
         if grammar is not None and self.supports_grammar:
             # A GBNF grammar is a llama.cpp extension; other servers would reject the field, so without support the
             # request goes unconstrained and the caller's parser copes with free text.

@@ -1,7 +1,7 @@
 """The verification agent: memory → schema-aware plan → ReAct loop → final answer or mandatory judgment.
 
-``investigate`` is one generator yielding each step the moment it happens; the caller persists and
-streams them. The agent gets its world through small ports (an LLM, a toolbox, a memory lookup) and
+``Investigation.steps()`` is one generator yielding each step the moment it happens; the caller persists
+and streams them. The agent gets its world through small ports (an LLM, a toolbox, a memory lookup) and
 imports nothing from Django. Baselines of the same model (zero-shot, CoT, self-consistency, standard
 RAG) run through the same generator so every mode leaves the same kind of record.
 """
@@ -287,7 +287,7 @@ class Investigation:
         return ""
 
     def verdict(self, final: FinalAnswer, *, forced: bool, note: str = "") -> AgentStep:
-        valid, unknown = self.support.check(final.cited)
+        valid, _ = self.support.check(final.cited)
         verdict = final.verdict
         if verdict == "not_enough_evidence" and not self.config.abstain and self.impression:
             verdict = self.impression
@@ -299,7 +299,7 @@ class Investigation:
         label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
         content = f"[{label}] {explanation}" + (f"\n({note})" if note else "")
         return AgentStep("verdict", content, verdict=verdict, explanation=explanation, cited=valid,
-                         unsupported=unknown, forced=forced, confidence=confidence, assessment=assessment)
+                         forced=forced, confidence=confidence, assessment=assessment)
 
     def _weighed(self, answer: str, explanation: str) -> tuple[str, str, float | None, dict]:
         """The model's answer weighed with the run's evidence: (verdict, explanation, confidence, assessment).
@@ -425,8 +425,3 @@ class Investigation:
         evidence = "\n\n".join(observations) or "(no evidence retrieved)"
         yield from self._ask_once("rag", f"{prompts.claim_text(self.claim)}\n\nRetrieved evidence:\n{evidence}")
 
-
-def investigate(claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
-                schema: str = "", weigher: Weigher | None = None) -> Iterator[AgentStep]:
-    """All steps of one verification, in order, each yielded as soon as it exists."""
-    return Investigation(claim, config, llm=llm, tools=tools, memory=memory, schema=schema, weigher=weigher).steps()

@@ -35,7 +35,6 @@ class AgentStep:
     verdict: Verdict | None = None
     explanation: str = ""
     cited: list[str] = field(default_factory=list)
-    unsupported: list[str] = field(default_factory=list)  # cited keys that were never retrieved
     forced: bool = False  # reached by mandatory judgment (or a fallback), not by the model finishing
     confidence: float | None = None  # probability that the verdict is right, when the mode knows one
     assessment: dict = field(default_factory=dict)  # the weighed evidence behind the confidence (agent mode)
@@ -43,14 +42,19 @@ class AgentStep:
 
 @dataclass(frozen=True)
 class Claim:
-    """The triple under verification, with ids and labels."""
+    """The triple under verification, with ids and labels: what the agent investigates, and what tools keep
+    (with its reverse reading) out of their results, so the agent must find evidence, not the claim itself."""
 
     head: str
     relation: str
     tail: str
-    head_label: str
-    relation_label: str
-    tail_label: str
+    head_label: str = ""
+    relation_label: str = ""
+    tail_label: str = ""
+
+    @property
+    def leaking_edges(self) -> frozenset[tuple[str, str, str]]:
+        return frozenset({(self.head, self.relation, self.tail), (self.tail, self.relation, self.head)})
 
     @property
     def text(self) -> str:

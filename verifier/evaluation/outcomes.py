@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from django.db.models import Count
 
+from verifier.agent.steps import Claim
 from verifier.evaluation import metrics
 from verifier.evaluation.datasets import fitted_triples
 from verifier.evaluation.metrics import Outcome
@@ -25,16 +26,15 @@ from verifier.kg.base import Edge, KGPath, PathStep, Ref
 from verifier.models import Evaluation, EvaluationItem, Run, Step, StructuralModel, SupportItem
 from verifier.structure.scoring import trained_on
 from verifier.tools import render
-from verifier.tools.base import QueryTriple
 
 
-def query_of(item: EvaluationItem) -> QueryTriple:
+def query_of(item: EvaluationItem) -> Claim:
     task = item.task
-    return QueryTriple(task.head.external_id, task.relation.external_id, task.tail.external_id,
+    return Claim(task.head.external_id, task.relation.external_id, task.tail.external_id,
                        task.head.label, task.relation.label, task.tail.label)
 
 
-def edge_texts(query: QueryTriple) -> list[str]:
+def edge_texts(query: Claim) -> list[str]:
     """Every way an observation writes the query triple (either reading) as a KG edge or path hop."""
     texts = []
     head, relation, tail = Ref(query.head, query.head_label), Ref(query.relation, query.relation_label), Ref(query.tail, query.tail_label)
@@ -44,7 +44,7 @@ def edge_texts(query: QueryTriple) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
-def item_leaks(query: QueryTriple, payloads: Iterable[dict], observations: Iterable[str]) -> bool:
+def item_leaks(query: Claim, payloads: Iterable[dict], observations: Iterable[str]) -> bool:
     """True when a support item or an observation of the run holds the query triple as a KG edge."""
     leaking = query.leaking_edges
     for payload in payloads:
@@ -123,9 +123,8 @@ def _scoring_models(run_ids: list[int]) -> dict[int, list[StructuralModel]]:
 
 
 def _latency(run: Run) -> float:
-    if run.started_at and run.finished_at:
-        return (run.finished_at - run.started_at).total_seconds()
-    return 0.0
+    elapsed = run.elapsed()
+    return elapsed.total_seconds() if elapsed is not None else 0.0
 
 
 def _step_counts(run_ids: list[int]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:

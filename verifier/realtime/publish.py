@@ -16,6 +16,7 @@ from concurrent.futures import Future
 
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.template.loader import render_to_string
 
 from verifier.models import Run, Step, Webhook
 from verifier.realtime.events import RunStatusMessage, StepMessage, run_group
@@ -27,6 +28,8 @@ SEND_TIMEOUT_SECONDS = 5
 
 
 def step_payload(step: Step) -> dict:
+    """A step as followers receive it: its fields, and ``html``, the step as the run page renders it
+    (templates/verifier/run_step.html, the one renderer of a step: the browser inserts it as it is)."""
     return {
         "run": step.run_id,
         "seq": step.seq,
@@ -38,6 +41,7 @@ def step_payload(step: Step) -> dict:
         "completion_tokens": step.completion_tokens,
         "duration_ms": step.duration_ms,
         "created_at": step.created_at.isoformat() if step.created_at else None,
+        "html": render_to_string("verifier/run_step.html", {"step": step}),
     }
 
 

@@ -6,27 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifier.agent.port import EvidenceItem, EvidenceKind, ToolResult
+from verifier.agent.steps import Claim
 from verifier.evidence.base import EncyclopediaSource, WebSearchProvider
 from verifier.kg.base import KGBackend
 
-__all__ = ["EvidenceItem", "EvidenceKind", "QueryTriple", "ToolContext", "ToolResult"]
-
-@dataclass(frozen=True)
-class QueryTriple:
-    """The triple under verification, by ids, so tools can keep it (and its reverse reading) out of
-    their results: the agent must find evidence, not the claim itself."""
-
-    head: str
-    relation: str
-    tail: str
-    head_label: str = ""
-    relation_label: str = ""
-    tail_label: str = ""
-
-    @property
-    def leaking_edges(self) -> frozenset[tuple[str, str, str]]:
-        return frozenset({(self.head, self.relation, self.tail), (self.tail, self.relation, self.head)})
-
+__all__ = ["EvidenceItem", "EvidenceKind", "ToolContext", "ToolResult"]
 
 @dataclass
 class ToolContext:
@@ -34,7 +18,7 @@ class ToolContext:
     corpus: object | None = None  # a text corpus with entity_passages()/search() (verifier/evidence/corpus.py)
     encyclopedia: EncyclopediaSource | None = None
     web: WebSearchProvider | None = None
-    query: QueryTriple | None = None
+    query: Claim | None = None
     wiki_alpha: float = 0.5  # weight of the lexical score in hybrid passage retrieval
     # The KG's embedding model and mined rules (verifier/structure/evidence.py); None for a SPARQL endpoint.
     structure: object | None = None

@@ -10,7 +10,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import Lag, Lead
 from django.http import QueryDict
 
-from verifier.models import Review, Run, SupportItem, VerificationTask
+from verifier.models import Agreement, Review, Run, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.queue_filters import QueueFilterError, filter_tasks
 
 GRAPH_KINDS = (SupportItem.Kind.TRIPLE, SupportItem.Kind.PATH)
@@ -75,8 +75,8 @@ def support_subgraph(run: Run) -> dict:
 
 @dataclass
 class ReviewState:
-    """``unreviewed``, ``accepted``, ``overridden``, ``not_enough_evidence`` or ``disputed`` (reviewers'
-    latest decisions disagree), with each reviewer's latest decision."""
+    """``unreviewed``, ``accepted``, ``overridden``, ``not_enough_evidence`` or ``split`` (reviewers' latest
+    decisions disagree: ``Agreement.SPLIT``), with each reviewer's latest decision."""
 
     state: str
     verdict: str
@@ -89,16 +89,11 @@ _STATE_OF = {Review.Decision.ACCEPT: "accepted", Review.Decision.OVERRIDE: "over
 
 def review_state(reviews: list[Review]) -> ReviewState:
     """``reviews`` newest first (the model's ordering); comments do not change the state."""
-    latest: dict[int, Review] = {}
-    for review in reviews:
-        if review.decision != Review.Decision.COMMENT:
-            latest.setdefault(review.reviewer_id, review)
-    decisions = list(latest.values())
+    decisions = latest_decisions(reviews)
     if not decisions:
         return ReviewState("unreviewed", "", [])
-    verdicts = {review.verdict for review in decisions}
-    if len(verdicts) > 1:
-        return ReviewState("disputed", "", decisions)
+    if agreement(decisions, "") == Agreement.SPLIT:
+        return ReviewState("split", "", decisions)
     return ReviewState(_STATE_OF[decisions[0].decision], decisions[0].verdict, decisions)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from decimal import Decimal
@@ -75,14 +74,6 @@ def test_grammar_is_sent_in_the_extra_body_only_when_the_server_supports_it():
         make_llm(server.url, supports_grammar=False).complete(MESSAGES, grammar=grammar)
     assert server.bodies[0]["grammar"] == grammar
     assert "grammar" not in server.bodies[1]
-
-
-def test_json_schema_is_sent_as_a_json_object_response_format():
-    schema = {"type": "object", "properties": {"verdict": {"enum": ["correct", "incorrect"]}}, "required": ["verdict"]}
-    with ScriptedOpenAIServer(['{"verdict": "correct"}']) as server:
-        completion = make_llm(server.url).complete(MESSAGES, json_schema=schema)
-    assert server.bodies[0]["response_format"] == {"type": "json_object", "schema": schema}
-    assert json.loads(completion.text) == {"verdict": "correct"}
 
 
 TOOLS = [{"type": "function", "function": {

@@ -80,7 +80,7 @@ def test_unreadable_judgment_falls_back_to_the_initial_impression(task):
     assert "initial impression stands" in run.explanation
 
 
-def test_an_uncited_or_invented_key_is_sent_back_once_then_recorded_as_unsupported(task):
+def test_an_uncited_or_invented_key_is_sent_back_once_then_left_uncited(task):
     run, requests = run_with(task, [
         PLAN,
         "Thought: look\nAction: KG_Neighbor(Douglas Adams)",

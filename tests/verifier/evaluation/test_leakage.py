@@ -5,13 +5,13 @@ import pytest
 
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.agent.llm import OpenAICompatibleLLM
+from verifier.agent.steps import Claim
 from verifier.evaluation.outcomes import edge_texts, item_leaks
 from verifier.models import Step, SupportItem, Triple, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
-from verifier.tools.base import QueryTriple
 
-QUERY = QueryTriple("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
+QUERY = Claim("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
 
 
 def test_support_items_holding_the_query_triple_or_its_reverse_reading_are_leaks():
@@ -48,5 +48,5 @@ def test_a_real_agent_run_never_sees_the_triple_under_test_although_the_kg_holds
     assert payloads and len(observations) == 2
     assert not item_leaks(QUERY, payloads, observations)
     # The same log does show other KG edges, so the check is looking at real evidence.
-    born = QueryTriple("Q42", "P19", "Q350", "Douglas Adams", "place of birth", "Cambridge")
+    born = Claim("Q42", "P19", "Q350", "Douglas Adams", "place of birth", "Cambridge")
     assert item_leaks(born, payloads, observations)

@@ -80,6 +80,18 @@ async def test_backlog_after_last_seen_then_live_steps_without_duplicates():
     assert live["type"] == "run.step" and live["step"]["seq"] == 4 and live["step"]["kind"] == "observation"
     assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
+    # Each step comes rendered as the run page renders it (one renderer): the page's own markup of that step.
+    page = await sync_to_async(_run_page)(run, user)
+    for message in [*backlog, live]:
+        assert message["step"]["html"].strip() in page
+
+
+def _run_page(run, user) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.get(f"/runs/{run.pk}/").content.decode()
 
 
 async def test_unknown_run_is_refused():

@@ -194,11 +194,11 @@ def test_an_empty_comment_is_refused_with_a_message(make_user, finished):
     assert not Review.objects.exists()
 
 
-def test_reviewers_who_disagree_leave_the_run_disputed(make_user, finished):
+def test_reviewers_who_disagree_leave_the_run_split(make_user, finished):
     _review(client_for(make_user, "reviewer"), finished, decision="accept")
     second = client_for(make_user, "reviewer")
     _review(second, finished, decision="override", reason="wrong", verdict="incorrect")
-    assert _state(second, finished) == "disputed"
+    assert _state(second, finished) == "split"
 
 
 def test_decisions_on_a_run_without_a_verdict_are_refused(make_user, world):

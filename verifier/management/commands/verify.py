@@ -72,7 +72,8 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")
         memories = ", ".join(f"#{m.entry_id} ({m.similarity:.2f})" for m in run.memories_used.all()) or "none"
         confidence = f"confidence {run.confidence:.2f}" if run.confidence is not None else "confidence not calibrated yet"
-        seconds = (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else 0
+        elapsed = run.elapsed()
+        seconds = elapsed.total_seconds() if elapsed is not None else 0
         self.stdout.write(self.style.SUCCESS(
             f"\nVerdict: {run.get_verdict_display()} ({confidence}{', disputed' if run.disputed else ''}) — "
             f"{run.prompt_tokens:,} prompt + {run.completion_tokens:,} completion tokens, {seconds:.0f} s, "
