@@ -8,8 +8,9 @@
 ``relation``    relation: id, the KG's id (``P27``) or label (``country of citizenship``)
 ``verdict``     verdict of the task's latest run with a verdict: correct, incorrect, not_enough_evidence,
                 or ``none`` (no run has produced a verdict yet)
-``agreement``   how the latest reviewer decision compares with the verdict it reviewed: ``agree`` (same
-                verdict), ``disagree`` (override or "not enough evidence"), ``unreviewed`` (no decision)
+``agreement``   how the reviewers stand on the verdict of the task's latest reviewed run, each reviewer's
+                latest decision counting (``verifier.models.agreement``): ``agree``, ``disagree`` (they all
+                give another verdict), ``split`` (reviewers disagree) or ``unreviewed``
 ``confidence_min`` / ``confidence_max``   bounds (0–1) on the latest verdict's confidence
 ``disputed``    ``true``: only tasks whose latest verdict the structural evidence disputes; ``false``: the
                 others (including tasks with no verdict yet)
@@ -26,7 +27,7 @@
 
 Every returned task carries the annotations ``latest_run_id``, ``latest_run_status`` (its newest run of
 any status), ``verdict``, ``confidence``, ``disputed``, ``disputed_reason`` and ``signals`` (its newest run
-with a verdict) and ``review_agrees`` (None when unreviewed). A value that cannot be understood raises
+with a verdict) and ``agreement`` (an ``Agreement`` value). A value that cannot be understood raises
 QueueFilterError naming the parameter.
 """
 
@@ -34,11 +35,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.db.models import BooleanField, ExpressionWrapper, F, JSONField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import CharField, F, JSONField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 
 from verifier.errors import ApplicationError
-from verifier.models import Review, Run, Verdict, VerificationTask
+from verifier.models import Agreement, Run, Verdict, VerificationTask
 from verifier.quality import CODES
 
 SORT_KEYS = {
@@ -52,7 +54,7 @@ SORT_KEYS = {
     "confidence": "confidence",
     "id": "id",
 }
-AGREEMENT_VALUES = ("agree", "disagree", "unreviewed")
+AGREEMENT_VALUES = tuple(Agreement.values)
 DISPUTED_VALUES = ("true", "false")
 VERDICT_VALUES = (*Verdict.values, "none")
 FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
@@ -74,12 +76,6 @@ def annotate_latest(queryset: QuerySet) -> QuerySet:
     """Add the latest run, verdict, confidence, dispute and reviewer agreement of each task (see module doc)."""
     runs = Run.objects.filter(task=OuterRef("pk")).order_by("-created_at", "-id")
     with_verdict = runs.exclude(verdict="")
-    decisions = (
-        Review.objects.filter(run__task=OuterRef("pk"))
-        .exclude(decision=Review.Decision.COMMENT)
-        .order_by("-created_at", "-id")
-        .annotate(agrees=ExpressionWrapper(Q(verdict=F("run__verdict")), output_field=BooleanField()))
-    )
     return queryset.annotate(
         latest_run_id=Subquery(runs.values("id")[:1]),
         latest_run_status=Subquery(runs.values("status")[:1]),
@@ -88,8 +84,22 @@ def annotate_latest(queryset: QuerySet) -> QuerySet:
         disputed=Subquery(with_verdict.values("disputed")[:1]),
         signals=Subquery(with_verdict.values("signals")[:1], output_field=JSONField()),
         disputed_reason=Subquery(with_verdict.annotate(reason=KeyTextTransform("disputed_reason", "assessment")).values("reason")[:1]),
-        review_agrees=Subquery(decisions.values("agrees")[:1]),
+        agreement=RawSQL(_AGREEMENT_SQL, [], output_field=CharField()),
     )
+
+
+# ``verifier.models.agreement`` in SQL, for the task's latest reviewed run (the run its newest decision is on):
+# each reviewer's latest decision, comments aside; a test pins the two to the same answers.
+_AGREEMENT_SQL = """
+    SELECT CASE WHEN count(*) = 0 THEN 'unreviewed' WHEN count(DISTINCT d.verdict) > 1 THEN 'split'
+                WHEN bool_and(d.verdict = d.agent_verdict) THEN 'agree' ELSE 'disagree' END
+    FROM (SELECT DISTINCT ON (r.reviewer_id) r.verdict, run.verdict AS agent_verdict
+          FROM verifier_review r JOIN verifier_run run ON run.id = r.run_id
+          WHERE r.decision <> 'comment' AND r.run_id = (
+              SELECT r2.run_id FROM verifier_review r2 JOIN verifier_run run2 ON run2.id = r2.run_id
+              WHERE run2.task_id = verifier_verificationtask.id AND r2.decision <> 'comment'
+              ORDER BY r2.created_at DESC, r2.id DESC LIMIT 1)
+          ORDER BY r.reviewer_id, r.created_at DESC, r.id DESC) d"""
 
 
 def _values(params: Mapping, name: str) -> list[str]:
@@ -158,14 +168,7 @@ def _filter_verdict(queryset: QuerySet, verdicts: list[str]) -> QuerySet:
 
 
 def _filter_agreement(queryset: QuerySet, wanted: list[str]) -> QuerySet:
-    condition = Q()
-    if "agree" in wanted:
-        condition |= Q(review_agrees=True)
-    if "disagree" in wanted:
-        condition |= Q(review_agrees=False)
-    if "unreviewed" in wanted:
-        condition |= Q(review_agrees__isnull=True)
-    return queryset.filter(condition)
+    return queryset.filter(agreement__in=wanted)
 
 
 def _filter_disputed(queryset: QuerySet, value: str) -> QuerySet:

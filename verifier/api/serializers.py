@@ -11,6 +11,7 @@ from rest_framework import serializers
 from verifier.evaluation import reports
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
+    Agreement,
     AuditEvent,
     Evaluation,
     KnowledgeGraph,
@@ -68,10 +69,9 @@ class TaskSerializer(serializers.ModelSerializer):
                   "created_at", "updated_at"]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.ChoiceField(choices=["agree", "disagree", "unreviewed"]))
+    @extend_schema_field(serializers.ChoiceField(choices=Agreement.values))
     def get_agreement(self, task) -> str:
-        agrees = getattr(task, "review_agrees", None)
-        return "unreviewed" if agrees is None else "agree" if agrees else "disagree"
+        return getattr(task, "agreement", None) or Agreement.UNREVIEWED
 
 
 class TaskImportSerializer(serializers.Serializer):

@@ -38,7 +38,8 @@ QUEUE_PARAMETERS = [
     OpenApiParameter("kg", int, description="knowledge-graph id"),
     OpenApiParameter("relation", str, description="relation: id, the KG's id (P27) or label (country of citizenship)"),
     OpenApiParameter("verdict", str, description="verdict of the latest run: correct, incorrect, not_enough_evidence, none"),
-    OpenApiParameter("agreement", str, description="agree, disagree, unreviewed"),
+    OpenApiParameter("agreement", str, description="agree, disagree, split (reviewers disagree), unreviewed: each "
+                                                   "reviewer's latest decision on the latest reviewed run counts"),
     OpenApiParameter("confidence_min", float), OpenApiParameter("confidence_max", float),
     OpenApiParameter("disputed", str, enum=["true", "false"],
                      description="true: only tasks whose latest verdict the structural evidence disputes; false: exclude them"),

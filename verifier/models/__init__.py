@@ -12,11 +12,25 @@ from verifier.models.kg import (
 )
 from verifier.models.memory import AuditEvent, MemoryEntry, RunMemory
 from verifier.models.structure import ConfidenceModel, FitTriple, HeldOutTriple, MinedRule, StructuralModel
-from verifier.models.verification import Review, Run, SavedView, Step, SupportItem, Verdict, VerificationTask
+from verifier.models.verification import (
+    Agreement,
+    Review,
+    Run,
+    SavedView,
+    Step,
+    SupportItem,
+    Verdict,
+    VerificationTask,
+    agreement,
+    latest_decisions,
+)
 from verifier.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
+    "Agreement",
+    "agreement",
+    "latest_decisions",
     "AuditEvent",
     "ConfidenceModel",
     "FitTriple",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -114,12 +117,16 @@ class Run(models.Model):
         decision = self.reviews.exclude(decision="comment").order_by("-created_at", "-id").first()
         return decision.verdict if decision else self.verdict
 
-    @property
-    def elapsed_seconds(self) -> int | None:
-        """Seconds from start to finish (to now while it runs); None before it starts."""
+    def elapsed(self) -> timedelta | None:
+        """From start to finish (to now while it runs); None before it starts."""
         if self.started_at is None:
             return None
-        return int(((self.finished_at or timezone.now()) - self.started_at).total_seconds())
+        return (self.finished_at or timezone.now()) - self.started_at
+
+    @property
+    def elapsed_seconds(self) -> int | None:
+        elapsed = self.elapsed()
+        return None if elapsed is None else int(elapsed.total_seconds())
 
     def __str__(self) -> str:
         return f"run {self.pk} of task {self.task_id} ({self.status})"
@@ -203,6 +210,35 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} of run {self.run_id} by {self.reviewer_id}"
+
+
+class Agreement(models.TextChoices):
+    """How a run's reviewers stand on its verdict: each reviewer's latest decision counts (comments aside)."""
+
+    AGREE = "agree", "Reviewer agrees"  # every decision keeps the agent's verdict
+    DISAGREE = "disagree", "Reviewer disagrees"  # every decision gives the same other verdict
+    SPLIT = "split", "Reviewers disagree"  # the reviewers' decisions give different verdicts
+    UNREVIEWED = "unreviewed", "Not reviewed"
+
+
+def latest_decisions(reviews: Iterable) -> list:
+    """Each reviewer's latest decision, from ``reviews`` newest first (Review rows or anything with
+    ``decision``, ``verdict`` and ``reviewer_id``); comments decide nothing."""
+    latest: dict = {}
+    for review in reviews:
+        if review.decision != Review.Decision.COMMENT:
+            latest.setdefault(review.reviewer_id, review)
+    return list(latest.values())
+
+
+def agreement(decisions: list, agent_verdict: str) -> Agreement:
+    """The rule the queue's ``agreement`` filter also applies in SQL (verifier/queue_filters.py)."""
+    verdicts = {decision.verdict for decision in decisions}
+    if not verdicts:
+        return Agreement.UNREVIEWED
+    if len(verdicts) > 1:
+        return Agreement.SPLIT
+    return Agreement.AGREE if verdicts == {agent_verdict} else Agreement.DISAGREE
 
 
 class SavedView(models.Model):

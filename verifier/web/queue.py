@@ -30,10 +30,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier import services
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
-from verifier.models import AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
+from verifier.models import Agreement, AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
-    AGREEMENT_VALUES,
     FILTER_PARAMS,
     ORIGIN_VALUES,
     QueueFilterError,
@@ -53,7 +52,6 @@ DEFAULT_PAGE_SIZE = 50
 SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-confidence", "Most confident"),
                 ("confidence", "Least confident"), ("status", "Status"), ("relation", "Relation A→Z"),
                 ("-relation", "Relation Z→A"), ("-updated", "Recently changed"))
-AGREEMENT_LABELS = {"agree": "Reviewer agrees", "disagree": "Reviewer disagrees", "unreviewed": "Not reviewed"}
 DISPUTED_CHOICES = (("true", "Only disputed"), ("false", "Not disputed"))
 ORIGIN_CHOICES = (("work", "Work queue"), ("evaluation", "Evaluations"), ("all", "All tasks"))
 
@@ -82,7 +80,7 @@ def _filter_choices() -> dict:
         "kgs": list(KnowledgeGraph.objects.filter(tasks__isnull=False).distinct().order_by("name")),
         "relations": list(Relation.objects.filter(pk__in=relation_ids).order_by("label", "external_id")),
         "verdicts": [*Verdict.choices, ("none", "No verdict yet")],
-        "agreements": [(value, AGREEMENT_LABELS[value]) for value in AGREEMENT_VALUES],
+        "agreements": Agreement.choices,
         "disputed_choices": DISPUTED_CHOICES,
         "origins": ORIGIN_CHOICES,
         "signal_choices": [("any", "Any warning"), ("none", "No warning"),

@@ -13,6 +13,8 @@ from django.urls import reverse
 from tests.verifier.web.run_pages import RunWorld, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in, upload  # noqa: F401  (autouse fixture)
 from verifier.models import AuditEvent, Review, Run, VerificationTask
+from verifier.queue_filters import filter_tasks
+from verifier.web.run_evidence import review_state
 
 pytestmark = pytest.mark.django_db
 
@@ -385,3 +387,35 @@ def test_a_preview_of_a_file_with_bad_rows_lists_them_and_offers_no_confirmation
         reverse("queue-import"), {"kg": world.kg.pk, "file": upload("bad.csv", BAD_FILE), "step": "preview"}).content.decode()
     assert 'id="preview-problems"' in page and "Nobody Known" in page and 'id="confirm-import"' not in page
     assert not VerificationTask.objects.exists()
+
+
+# (reviewer, decision, verdict) in the order given, on a run whose verdict is "correct"; the agreement expected
+AGREEMENT_CASES = [
+    ([], "unreviewed"),
+    ([("a", "comment", "")], "unreviewed"),
+    ([("a", "accept", "correct")], "agree"),
+    ([("a", "override", "incorrect")], "disagree"),
+    ([("a", "not_enough_evidence", "not_enough_evidence")], "disagree"),
+    ([("a", "accept", "correct"), ("b", "override", "incorrect")], "split"),
+    ([("a", "accept", "correct"), ("b", "override", "incorrect"), ("b", "accept", "correct")], "agree"),
+    ([("a", "override", "incorrect"), ("b", "override", "incorrect"), ("b", "comment", "")], "disagree"),
+]
+
+
+@pytest.mark.parametrize(("decisions", "expected"), AGREEMENT_CASES)
+def test_the_queue_the_run_page_and_the_exports_say_the_same_agreement(make_user, decisions, expected):
+    from verifier.exports.records import select
+
+    world = make_world()
+    reviewers = {name: make_user("reviewer", f"rev-{name}") for name in {n for n, _, _ in decisions}}
+    task = world.task("Q42", "P27", "Q145", status=Status.VERIFIED)
+    run = _finished(task, "correct", 0.7)
+    for name, decision, verdict in decisions:
+        Review.objects.create(run=run, reviewer=reviewers[name], decision=decision, verdict=verdict)
+    queue_row = filter_tasks(VerificationTask.objects.filter(pk=task.pk), {}).get()
+    assert queue_row.agreement == expected
+    (record,) = select(run_ids=[run.pk]).records
+    assert record.agreement == expected
+    page_state = review_state(list(run.reviews.all())).state
+    assert (page_state == "split") == (expected == "split") and (page_state == "unreviewed") == (expected == "unreviewed")
+    assert shown(signed_in(make_user("curator", "cu")).get("/", {"agreement": expected, "origin": "all"})) == [task.pk]
