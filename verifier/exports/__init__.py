@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.utils import timezone
-
 from verifier.exports import prov, report, tabular
 from verifier.exports.records import Selection, SelectionError
 
@@ -49,7 +47,7 @@ def filename_for(selection: Selection, extension: str) -> str:
     if len(selection.records) == 1:
         record = selection.records[0]
         return f"kgv-task-{record.task_id}-run-{record.run_id}.{extension}"
-    return f"kgv-export-{len(selection.records)}-runs-{timezone.now():%Y%m%d-%H%M%S}.{extension}"
+    return f"kgv-export-{len(selection.records)}-runs-{selection.taken_at:%Y%m%d-%H%M%S}.{extension}"
 
 
 def render(selection: Selection, fmt: str, *, base: str = prov.DEFAULT_BASE) -> ExportFile:

@@ -12,9 +12,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from django.db.models import Prefetch
+from django.utils import timezone
 
 from verifier.errors import ApplicationError
-from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
+from verifier.models import Agreement, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.selectors import HEAVY_FIELDS
 
 MAX_SELECTION = 500
@@ -54,6 +55,7 @@ class EvidenceRecord:
 @dataclass(frozen=True)
 class ReviewRecord:
     id: int
+    reviewer_id: int
     reviewer: str
     decision: str
     verdict: str
@@ -118,6 +120,11 @@ class RunRecord:
         return decision.verdict if decision else self.verdict
 
     @property
+    def agreement(self) -> Agreement:
+        """How the reviewers stand on the verdict (``verifier.models.agreement``, as the queue says it)."""
+        return agreement(latest_decisions(self.reviews), self.verdict)
+
+    @property
     def rule_probability(self) -> float | None:
         return _probability(self.assessment, "rule_probability")
 
@@ -131,7 +138,7 @@ class RunRecord:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data.update(triple_text=self.triple_text, final_verdict=self.final_verdict)
+        data.update(triple_text=self.triple_text, final_verdict=self.final_verdict, agreement=str(self.agreement))
         return data
 
 
@@ -139,6 +146,7 @@ class RunRecord:
 class Selection:
     records: list[RunRecord]
     skipped_tasks: list[int]
+    taken_at: datetime = field(default_factory=timezone.now)  # every format of one selection names this moment
 
 
 class SelectionError(ApplicationError):
@@ -177,7 +185,7 @@ def _record(run: Run) -> RunRecord:
         steps=[StepRecord(s.seq, s.kind, s.content, s.tool, s.arguments, s.duration_ms) for s in steps],
         evidence=[EvidenceRecord(i.key, i.kind, i.text, i.source, i.content_hash, i.cited, seq_of.get(i.step_id))
                   for i in run.support_items.all()],
-        reviews=[ReviewRecord(r.pk, _user_name(r.reviewer), r.decision, r.verdict, r.reason, r.created_at)
+        reviews=[ReviewRecord(r.pk, r.reviewer_id, _user_name(r.reviewer), r.decision, r.verdict, r.reason, r.created_at)
                  for r in run.reviews.all()],
         memories=[MemoryUseRecord(m.entry_id, m.entry.triple_text, m.similarity, m.rank) for m in run.memories_used.all()],
     )

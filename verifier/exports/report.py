@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from django.template.loader import render_to_string
-from django.utils import timezone
 from xhtml2pdf import pisa
 
 from verifier.exports.records import Selection
@@ -23,19 +23,29 @@ def report_title(selection: Selection) -> str:
     return f"KGV evidence report — {len(selection.records)} runs"
 
 
-def to_html(selection: Selection) -> str:
+def to_html(selection: Selection, *, fonts: dict[str, Path] | None = None) -> str:
     context = {
         "title": report_title(selection),
         "records": selection.records,
         "skipped_tasks": selection.skipped_tasks,
-        "generated_at": timezone.now(),
+        "generated_at": selection.taken_at,
+        "fonts": fonts,
     }
     return render_to_string(TEMPLATE, context)
 
 
+def pdf_fonts() -> dict[str, Path]:
+    """DejaVu Sans, as shipped with matplotlib: the PDF's built-in fonts have no arrows (⇒, →), no ≤ and few
+    letters beyond Latin-1, which a report about any KG meets."""
+    import matplotlib
+
+    folder = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    return {"regular": folder / "DejaVuSans.ttf", "bold": folder / "DejaVuSans-Bold.ttf", "mono": folder / "DejaVuSansMono.ttf"}
+
+
 def to_pdf(selection: Selection) -> bytes:
     buffer = io.BytesIO()
-    result = pisa.CreatePDF(to_html(selection), dest=buffer, encoding="utf-8")
+    result = pisa.CreatePDF(to_html(selection, fonts=pdf_fonts()), dest=buffer, encoding="utf-8")
     if result.err:
         raise ReportRenderingError(f"the PDF report could not be laid out ({result.err} error(s))")
     return buffer.getvalue()

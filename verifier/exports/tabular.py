@@ -7,7 +7,6 @@ import io
 import json
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.utils import timezone
 
 from verifier.exports.records import RunRecord, Selection
 
@@ -16,7 +15,7 @@ JSON_FORMAT = "kgv-export/1"
 CSV_COLUMNS = (
     "run_id", "task_id", "kg", "head_id", "head", "relation_id", "relation", "tail_id", "tail", "expected_label",
     "status", "verdict", "confidence", "disputed", "disputed_reason", "signals", "p_true", "structural_probability", "structural_model",
-    "final_verdict", "review_decision", "reviewer", "review_reason",
+    "final_verdict", "agreement", "review_decision", "reviewer", "review_reason",
     "explanation", "model", "prompt_tokens", "completion_tokens", "cost_usd", "steps", "cited_evidence",
     "cited_sources", "cited_hashes", "created_at", "finished_at",
 )
@@ -25,7 +24,7 @@ CSV_COLUMNS = (
 def to_json(selection: Selection) -> str:
     document = {
         "format": JSON_FORMAT,
-        "exported_at": timezone.now(),
+        "exported_at": selection.taken_at,
         "runs": [record.to_dict() for record in selection.records],
         "skipped_tasks": selection.skipped_tasks,
     }
@@ -54,6 +53,7 @@ def _csv_row(record: RunRecord) -> dict:
         "structural_probability": _number(record.structural_probability),
         "structural_model": record.structural_model,
         "final_verdict": record.final_verdict,
+        "agreement": str(record.agreement),
         "review_decision": decision.decision if decision else "",
         "reviewer": decision.reviewer if decision else "",
         "review_reason": decision.reason if decision else "",

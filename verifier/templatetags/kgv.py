@@ -1,11 +1,14 @@
 """Template helpers shared by the workbench pages: the signed-in user's role, the current area of the
-navigation, query strings that keep the page's filters, and readable evidence kinds."""
+navigation, query strings that keep the page's filters, readable evidence kinds, and report cells."""
 
 from __future__ import annotations
 
 import json
+import re
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from verifier import roles
 from verifier.models import SupportItem
@@ -87,3 +90,15 @@ def evidence_kind(item) -> str:
     if item.kind == SupportItem.Kind.RULE and payload.get("role") in RULE_ROLES:
         return f"{label} · {RULE_ROLES[payload['role']]}"
     return label
+
+
+LONG_TOKEN = re.compile(r"\S{24,}")
+
+
+@register.filter
+def report_text(value) -> str:
+    """Text for a report cell, escaped, its lines kept, and every long unbroken token (a URL, an id path, a
+    hash) marked as breakable anywhere: PDF layout wraps only at spaces and would run such a token off the page."""
+    escaped = str(escape(value if value is not None else ""))
+    wrapped = LONG_TOKEN.sub(lambda m: f'<span class="long">{m.group(0)}</span>', escaped)
+    return mark_safe(wrapped.replace("\r\n", "\n").replace("\n", "<br>"))  # noqa: S308 — escaped above
