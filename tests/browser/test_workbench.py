@@ -26,11 +26,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SCREENSHOTS = Path(os.environ["KGV_SCREENSHOTS"]) if os.environ.get("KGV_SCREENSHOTS") else None
 
 
-def shoot(page, name: str) -> None:
-    """Screenshots for the README when KGV_SCREENSHOTS names a folder (``make screenshots``)."""
+def shoot(page, name: str, *, around: str = "") -> None:
+    """Screenshots for the README when KGV_SCREENSHOTS names a folder (``make screenshots``): the whole page,
+    or the screen scrolled to the element ``around``."""
     if SCREENSHOTS is not None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        if around:
+            page.locator(around).scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=not around)
 
 
 
@@ -109,6 +112,7 @@ def test_a_reviewer_overrides_one_run_promotes_another_and_the_next_run_uses_tha
     page.fill("#review-reason", "The retrieved path shows birth in Cambridge, not citizenship.")
     page.click("#review-override")
     page.wait_for_selector("#review-state[data-state=overridden]")
+    shoot(page, "review", around="#review")
     review = Review.objects.get(run=overridden)
     assert review.decision == "override" and review.verdict == "incorrect" and "Cambridge" in review.reason
 

@@ -141,6 +141,10 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
     decision = request.POST.get("decision", "")
     if decision in DECISIONS_NEEDING_REVIEWER and not has_role(request.user, REVIEWER):
         raise PermissionDenied("deciding on a verdict needs the reviewer role")
+    queue = request.POST.get("queue", "")
+    # The next task of the view as the reviewer saw it: a decision may take this task out of the view
+    # (a queue of verified tasks no longer holds it once reviewed), and then it has no next.
+    _, next_id = queue_neighbours(run.task, queue, request.user)
     try:
         review = services.review_run(run=run, reviewer=request.user, decision=decision, reason=request.POST.get("reason", ""),
                             verdict=request.POST.get("verdict", ""))
@@ -149,9 +153,7 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
         context.update(review_error=str(rejected), review_reason=request.POST.get("reason", ""), review_decision=decision)
         return render(request, "verifier/run_detail.html", context, status=400)
     label = dict(Review.Decision.choices)[decision]
-    queue = request.POST.get("queue", "")
     request.session[UNDO_SESSION_KEY] = review.pk
-    _, next_id = queue_neighbours(run.task, queue, request.user)
     if decision != Review.Decision.COMMENT and request.POST.get("advance") and next_id:
         messages.success(request, f"{label} recorded for run {run.pk}; this is the next task of the queue.")
         return redirect(_with_queue(reverse("task-detail", args=[next_id]), queue))

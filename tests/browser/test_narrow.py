@@ -1,0 +1,44 @@
+"""The workbench on a 400 px wide screen (a phone, a narrow side window): every page fits the width, with
+no sideways scrolling, and the header keeps the signed-in user's Sign out in view."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import sign_in
+from tests.browser.test_workbench import finished_run, task_of
+from tests.users import PASSWORD
+
+pytestmark = pytest.mark.django_db(transaction=True)
+WIDTH = 400
+# The outermost elements reaching past the screen's right edge, as "tag.class", to say what to fix.
+WIDEST = """[...document.querySelectorAll('main *, header *')]
+  .filter(e => !e.closest('nav.primary') && e.getBoundingClientRect().right > window.innerWidth + 1
+               && !(e.parentElement && e.parentElement.getBoundingClientRect().right > window.innerWidth + 1))
+  .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).replace(/ /g, '.') : '')
+                        + (e.id ? '#' + e.id : ''))"""
+
+
+def test_every_page_fits_400_px_and_keeps_sign_out_in_view(chromium, server_url, world_kg, make_user):
+    make_user("admin", username="ada")
+    run = finished_run(task_of(world_kg, "Q42", "P27", "Q145"), make_user("curator", username="cora"))
+    context = chromium.new_context(base_url=server_url, viewport={"width": WIDTH, "height": 800})
+    context.set_default_timeout(15_000)
+    try:
+        page = sign_in(context, "ada", PASSWORD)
+        pages = ["/", f"/runs/{run.pk}/", f"/tasks/{run.task_id}/", "/import/", "/memory/", "/evaluations/", "/entities/",
+                 "/reviewers/", "/webhooks/", "/audit/", "/health/", "/api/"]  # /api/: DRF's own page, its own header
+        problems = {}
+        for path in pages:
+            page.goto(path)
+            page.wait_for_load_state("networkidle")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            sign_out = page.get_by_role("button", name="Sign out")
+            box = sign_out.bounding_box() if sign_out.is_visible() else None
+            if width > WIDTH:
+                problems[path] = f"{width} px wide (it scrolls sideways); too wide: {page.evaluate(WIDEST)}"
+            elif path != "/api/" and (box is None or box["x"] < 0 or box["x"] + box["width"] > WIDTH):
+                problems[path] = f"Sign out is out of view ({box})"
+        assert not problems, problems
+    finally:
+        context.close()
