@@ -4,12 +4,14 @@ worker; nothing else would say so)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import asdict, dataclass
 
 import redis
 import requests
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count
 
@@ -19,6 +21,7 @@ from verifier.selectors import structural_statuses
 from verifier.wiring import llm_endpoint
 
 MODEL_TIMEOUT_SECONDS = 3
+STATUS_CACHE_KEY, STATUS_CACHE_SECONDS = "workbench-status:model", 15
 
 
 @dataclass
@@ -79,10 +82,16 @@ def _model() -> tuple[bool, str]:
     return True, f"{model} at {base_url} (serving {', '.join(served) or 'no model listed'})"
 
 
+def _queue_depth() -> tuple[int, int]:
+    """(runs waiting for a worker, runs being investigated)."""
+    counts = dict(Run.objects.in_flight().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return counts.get(Run.Status.QUEUED, 0), counts.get(Run.Status.RUNNING, 0)
+
+
 def _queue() -> tuple[bool, str]:
     """How many runs wait for a worker and how many are being investigated (information, never unhealthy)."""
-    counts = dict(Run.objects.in_flight().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-    return True, f"{counts.get(Run.Status.QUEUED, 0)} run(s) queued, {counts.get(Run.Status.RUNNING, 0)} running"
+    queued, running = _queue_depth()
+    return True, f"{queued} run(s) queued, {running} running"
 
 
 def _structural_models() -> tuple[bool, str]:
@@ -105,6 +114,22 @@ def check_all() -> dict:
         _timed("structural models", _structural_models),
     ]
     return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
+
+
+def workbench_status() -> dict:
+    """What the page header shows every signed-in user: whether the model the runs call answers, and the run
+    queue's depth. Every open page polls it, so the model probe's answer is shared for STATUS_CACHE_SECONDS;
+    why a model does not answer (its address, the error) stays in the administrators' report."""
+    try:
+        model = cache.get(STATUS_CACHE_KEY)
+    except redis.RedisError:  # the cache is down (the header then probes each time; the report names it)
+        model = None
+    if model is None:
+        model = {"ok": _timed("model", _model).ok, "name": llm_endpoint()[1] or "none configured"}
+        with contextlib.suppress(redis.RedisError):
+            cache.set(STATUS_CACHE_KEY, model, STATUS_CACHE_SECONDS)
+    queued, running = _queue_depth()
+    return {"model": model, "queued": queued, "running": running}
 
 
 def liveness() -> dict:

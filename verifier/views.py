@@ -7,6 +7,13 @@ from verifier import health as health_checks
 from verifier.roles import ADMIN, has_role
 
 
+def workbench_status(request: HttpRequest) -> JsonResponse:
+    """The page header's service line (static/kgv/status.js): model answering, runs queued and running."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"detail": "sign in to see the workbench status"}, status=403)
+    return JsonResponse(health_checks.workbench_status())
+
+
 def health(request: HttpRequest) -> HttpResponse:
     """Service status: the full report (services, worker, structural models) for administrators, a cheap
     liveness answer for everyone else (load balancers); JSON by default, a page for browsers."""

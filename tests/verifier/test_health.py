@@ -1,10 +1,13 @@
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
+from tests.verifier.web.run_pages import make_world
 from tests.verifier.web.structure_rows import failed, local_kg, ready, training
-from verifier.models import KnowledgeGraph
+from verifier import health
+from verifier.models import KnowledgeGraph, Run
 from verifier.selectors import structural_statuses
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +63,41 @@ def test_a_dead_model_endpoint_makes_the_service_unhealthy_and_says_where(celery
     monkeypatch.delenv("LLM_BASE_URL")
     monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", "")
     assert "no model endpoint" in _checks(_staff().get("/health/"))["model"]["detail"]
+
+
+def _curator() -> Client:
+    from django.contrib.auth import get_user_model
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_user(f"curator-{get_user_model().objects.count()}"))
+    return client
+
+
+@pytest.fixture
+def fresh_status():
+    cache.delete(health.STATUS_CACHE_KEY)
+    yield
+    cache.delete(health.STATUS_CACHE_KEY)
+
+
+def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_and_nobody_else(fresh_status, monkeypatch):
+    world = make_world()
+    statuses = (Run.Status.QUEUED, Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.SUCCEEDED)
+    for tail, status in zip(("Q145", "Q350", "Q142", "Q42"), statuses, strict=True):
+        Run.objects.create(task=world.task(tail=tail), status=status)
+    assert Client().get("/health/status/").status_code == 403
+    response = _curator().get("/health/status/")
+    assert response.status_code == 200
+    assert response.json() == {"model": {"ok": True, "name": "local"}, "queued": 2, "running": 1}
+
+    # The model's answer is shared for a few seconds by every open page; why a model is down stays with admins.
+    from tests.http_fixtures import refused_url
+
+    monkeypatch.setenv("LLM_BASE_URL", refused_url() + "/v1")
+    assert _curator().get("/health/status/").json()["model"]["ok"] is True  # still the cached answer
+    cache.delete(health.STATUS_CACHE_KEY)
+    body = _curator().get("/health/status/").content.decode()
+    assert '"ok": false' in body and "127.0.0.1" not in body and "Error" not in body
 
 
 def test_health_page_renders_for_browsers(celery_worker_process):

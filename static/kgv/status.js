@@ -1,0 +1,37 @@
+// The top bar's service line (templates/base.html): whether the model the runs call answers and how many
+// runs are queued and running, from /health/status/, refreshed every 30 s and whenever the tab comes back.
+(function () {
+  "use strict";
+
+  const line = document.getElementById("service-status");
+  if (!line) return;
+  const pollMs = Number(line.dataset.pollMs || 30000);
+
+  function show(state, model, depth, title) {
+    line.dataset.state = state;
+    line.querySelector(".model").textContent = model;
+    line.querySelector(".depth").textContent = depth;
+    line.title = title;
+  }
+
+  async function refresh() {
+    try {
+      const response = await fetch(line.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) throw new Error(`status ${response.status}`);
+      const status = await response.json();
+      const depth = `${status.queued} queued · ${status.running} running`;
+      if (status.model.ok) {
+        show("up", `model ${status.model.name}`, depth, `The model ${status.model.name} answers; ${depth}.`);
+      } else {
+        show("down", `model ${status.model.name} not answering`, depth,
+             `The model endpoint does not answer: runs will wait or fail. ${depth}. An administrator's Health page says why.`);
+      }
+    } catch (error) {
+      show("unknown", "status unavailable", "", "The workbench status could not be read; it is tried again shortly.");
+    }
+  }
+
+  refresh();
+  window.setInterval(refresh, pollMs);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
+})();
