@@ -66,7 +66,9 @@
   function update(row, task) {
     setBadge(row.querySelector('[data-field="status"]'), `badge status-${task.status}`, task.status_label, "");
     const verdictCell = row.querySelector('[data-field="verdict"]');
-    if (task.verdict) setBadge(verdictCell, `badge verdict-${task.verdict}`, task.verdict_label, task.run_href);
+    // The run link carries the queue's filters like the row's task link (its ?queue=…), for decide-and-advance.
+    const view = new URL(row.querySelector("td.triple a").href).search;
+    if (task.verdict) setBadge(verdictCell, `badge verdict-${task.verdict}`, task.verdict_label, task.run_href + view);
     if (task.verdict && task.disputed) {
       const disputed = document.createElement("span");
       disputed.className = "badge disputed";

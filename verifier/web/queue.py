@@ -93,14 +93,15 @@ def _filter_choices() -> dict:
 
 
 def _rows(tasks, queue_param: str) -> list[VerificationTask]:
-    """Each task with the links its row shows; the task link carries the queue's filters along."""
+    """Each task with the links its row shows; the task and run links carry the queue's filters along, so a
+    review opened from either advances through this view."""
     rows = list(tasks)
     suffix = f"?{urlencode({'queue': queue_param})}" if queue_param else ""
     verdict_labels = dict(Verdict.choices)
     for task in rows:
         task.verdict_label = verdict_labels.get(task.verdict, "")
         task.href = task_url(task.pk) + suffix
-        task.run_href = run_url(task.latest_run_id) if task.latest_run_id else ""
+        task.run_href = run_url(task.latest_run_id) + suffix if task.latest_run_id else ""
         task.live = task.latest_run_status in Run.IN_FLIGHT
         task.signal_list = described(task.signals)
     return rows

@@ -208,6 +208,8 @@ def test_the_disputed_filter_travels_to_the_run_pages_previous_and_next(queue):
     _dispute(queue.correct, "reason")
     page = queue.client.get(reverse("queue"), {"disputed": "true"}).content.decode()
     assert f'href="/tasks/{queue.correct.pk}/?queue=disputed%3Dtrue"' in page
+    run = queue.correct.runs.latest("pk")
+    assert f'href="/runs/{run.pk}/?queue=disputed%3Dtrue">' in page  # the verdict badge opens the run in this view
 
 
 # ---- bulk actions -----------------------------------------------------------------------------------
