@@ -44,6 +44,7 @@ from verifier.services import cancel_run, record_audit, start_run
 HEARTBEAT_STALE = timedelta(seconds=10)
 RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
 SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
+STOPPED_NOTE = "stopped with evaluation {name}: its worker was stopped before the run ended; resuming gives it a fresh run"
 
 
 class EvaluationError(ApplicationError):
@@ -167,9 +168,10 @@ def _claim(evaluation: Evaluation, force: bool) -> None:
     evaluation.refresh_from_db()
 
 
-def supersede_orphans(evaluation: Evaluation, held: set[int] | None = None) -> int:
+def supersede_orphans(evaluation: Evaluation, held: set[int] | None = None, note: str = SUPERSEDED_NOTE) -> int:
     """Cancel the evaluation's queued/running runs that no live worker holds (left by a dead driver or
-    worker); their items get fresh runs. Returns how many were superseded."""
+    worker, or by a worker stopped with its driver), noting why; their items get fresh runs when the
+    evaluation is driven again. Returns how many were cancelled."""
     orphans = list(Run.objects.filter(evaluation_items__evaluation=evaluation).in_flight())
     if not orphans:
         return 0
@@ -179,7 +181,7 @@ def supersede_orphans(evaluation: Evaluation, held: set[int] | None = None) -> i
         if run.pk in held:
             continue
         if cancel_run(run=run):
-            Run.objects.filter(pk=run.pk).update(error=SUPERSEDED_NOTE.format(name=evaluation.name))
+            Run.objects.filter(pk=run.pk).update(error=note.format(name=evaluation.name))
             superseded += 1
     return superseded
 

@@ -101,3 +101,43 @@ def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, 
     superseded = Run.objects.get(pk=hanging.run_id)
     assert superseded.status == Run.Status.CANCELLED and "superseded" in superseded.error
     assert chat_requests == 5  # four first verifications and one fresh run: nothing else was asked again
+
+
+def test_a_stopped_evaluation_leaves_no_run_running(world_kg, tmp_path, private_broker):
+    """SIGTERM (what `kill` and a job control's stop send; a background job ignores Ctrl-C) stops the
+    evaluation like Ctrl-C: its worker is stopped, and the run that worker held is cancelled with a note
+    instead of staying "running" with nobody running it."""
+    path = tmp_path / "stop.tsv"
+    path.write_text(DATASET)
+
+    def script(body):
+        if "place of birth" in body["messages"][-1]["content"]:
+            return TextReply(ANSWER, delay=300)  # outlasts the worker's grace period
+        return ANSWER
+
+    with ScriptedOpenAIServer(script) as server:
+        env = {**os.environ, "DATABASE_URL": workers.test_database_url(), "REDIS_URL": private_broker, "LLM_BASE_URL": server.url,
+               "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0", "KGV_LOCAL_LLM": "off"}
+        command = [sys.executable, "manage.py", "evaluate", "--benchmark", str(path), "--kg", world_kg.name, "--n", "4",
+                   "--mode", "zero-shot", "--concurrency", "4", "--name", "stopped", "--no-progress"]
+        process = subprocess.Popen(command, cwd=workers.PROJECT_DIR, env=env, start_new_session=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            workers.wait_for(lambda: Run.objects.filter(evaluation_items__evaluation__name="stopped",
+                                                        status=Run.Status.RUNNING, task__relation__external_id="P19").exists(),
+                             150, "the hanging verification to start")
+            process.send_signal(signal.SIGTERM)  # the command only: it must stop its worker itself
+            output = process.communicate(timeout=60)[0].decode()
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+
+    assert process.returncode != 0 and "interrupted; 1 unfinished run(s) cancelled" in output, output
+    evaluation = Evaluation.objects.get(name="stopped")
+    assert evaluation.status == Evaluation.Status.INTERRUPTED
+    runs = Run.objects.filter(evaluation_items__evaluation=evaluation)
+    assert not runs.filter(status__in=Run.IN_FLIGHT).exists()
+    stopped = runs.get(task__relation__external_id="P19")
+    assert stopped.status == Run.Status.CANCELLED and stopped.error.startswith("stopped with evaluation stopped")
+    worker = f"kgv-eval-{process.pid}@localhost"
+    assert subprocess.run(["pgrep", "-f", worker], capture_output=True).returncode == 1  # the worker is gone too

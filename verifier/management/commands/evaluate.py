@@ -14,7 +14,7 @@ from verifier.agent.weighing import WEIGHED_MODES
 from verifier.evaluation import reports
 from verifier.evaluation.configs import parse_ablations
 from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
-from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
+from verifier.evaluation.runner import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
 from verifier.evaluation.workers import worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.models import Evaluation
@@ -79,7 +79,11 @@ class Command(BaseCommand):
         except (EvaluationError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
-            raise CommandError(f"interrupted; continue with: manage.py evaluate --resume {evaluation.pk}") from None
+            # Ctrl-C or SIGTERM: the worker this command started has stopped by now; a run it held would
+            # otherwise stay "running" with nobody running it.
+            stopped = supersede_orphans(evaluation, note=STOPPED_NOTE)
+            left = f"; {stopped} unfinished run(s) cancelled" if stopped else ""
+            raise CommandError(f"interrupted{left}; continue with: manage.py evaluate --resume {evaluation.pk}") from None
         evaluation.refresh_from_db()
         self.stdout.write(self.style.SUCCESS(headline(evaluation)))
         self.stdout.write(f"Results: /evaluations/{evaluation.pk}/")
