@@ -1,14 +1,17 @@
-"""Reads shared by the pages, the API and /health/: the structural model of each local KG as people should
-read it (training 45 %, ready, stalled, failed, none), in two queries and without loading any weights."""
+"""Reads shared by the pages, the API and /health/, so one query answers each question: the structural model
+of each local KG as people should read it (training 45 %, ready, stalled, failed, none; two queries, no
+weights loaded), the pace and order of the run queue, the memory bank's listing and the audit log's."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
+from pgvector.django import CosineDistance
 
-from verifier.models import KnowledgeGraph, Run, StructuralModel
+from verifier.memory import encoder
+from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Run, StructuralModel
 
 
 def tasks_in_flight(tasks) -> set[int]:
@@ -179,3 +182,40 @@ def queue_position(run: Run) -> int | None:
         return None
     return Run.objects.filter(status=Run.Status.QUEUED).filter(
         Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)).count() + 1
+
+
+MEMORY_TEXT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "provenance")
+
+
+def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", text: str = "",
+                   similar: str = "") -> QuerySet[MemoryEntry]:
+    """The memory bank as the page and the API list it, each entry with ``use_count`` and ``last_used``.
+
+    Filters (empty: any): status, verdict, the exact relation label; ``text``: the words anywhere in the
+    triple, relation, trajectory, lesson or provenance. With ``similar`` every entry is ranked by the cosine
+    similarity of its embedded triple text to it (``similarity``), as a run retrieves; else newest first."""
+    entries = MemoryEntry.objects.select_related("source_run", "promoted_by")
+    for name, value in (("status", status), ("verdict", verdict), ("relation_label", relation)):
+        if value:
+            entries = entries.filter(**{name: value})
+    if text:
+        entries = entries.filter(Q.create([(f"{field}__icontains", text) for field in MEMORY_TEXT_FIELDS], connector=Q.OR))
+    entries = entries.annotate(use_count=Count("uses"), last_used=Max("uses__run__created_at"))
+    if similar:
+        distance = CosineDistance("embedding", encoder.encode_one(similar))
+        return entries.annotate(similarity=1 - distance).order_by(F("similarity").desc(), "-id")
+    return entries.order_by("-created_at", "-id")
+
+
+def audit_events(*, action: str = "", actor: str = "", object_type: str = "", object_id: str = "") -> QuerySet[AuditEvent]:
+    """The audit log as the page and the API filter it (empty: any), newest first. ``action``: exactly, or
+    every action under a prefix ending in a dot ("review."); ``actor``: a username or a user id."""
+    events = AuditEvent.objects.select_related("actor")
+    if action:
+        events = events.filter(action__startswith=action) if action.endswith(".") else events.filter(action=action)
+    if actor:
+        events = events.filter(Q(actor__username=actor) | Q(actor_id=int(actor)) if actor.isdigit() else Q(actor__username=actor))
+    for field, value in (("object_type", object_type), ("object_id", object_id)):
+        if value:
+            events = events.filter(**{field: value})
+    return events

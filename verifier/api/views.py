@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from django.db import transaction
-from django.db.models import Count, F, Prefetch, Q
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from pgvector.django import CosineDistance
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
@@ -27,11 +23,11 @@ from verifier.api import serializers as s
 from verifier.api.errors import Conflict
 from verifier.comparison import compare_runs
 from verifier.exports.records import select
-from verifier.memory import encoder
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
 from verifier.queue_filters import annotate_latest, filter_tasks
 from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
-from verifier.selectors import HEAVY_FIELDS, tasks_in_flight
+from verifier.selectors import HEAVY_FIELDS, audit_events, memory_entries, tasks_in_flight
+from verifier.uploads import uploaded_file
 
 QUEUE_PARAMETERS = [
     OpenApiParameter("status", str, description="pending, running, verified, reviewed (repeat or comma-separate)"),
@@ -83,12 +79,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         form = s.TaskImportSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
-        with tempfile.TemporaryDirectory(prefix="kgv-import-") as folder:
-            # The reader picks the delimiter by suffix (.tsv/.txt: tab) and row sources name the file.
-            path = Path(folder) / (Path(upload.name or "").name or "upload.csv")
-            with path.open("wb") as handle:
-                for chunk in upload.chunks():
-                    handle.write(chunk)
+        with uploaded_file(upload) as path:
             report = services.import_flagged_triples(kg=form.validated_data["kg"], path=path, actor=request.user,
                                                      skip_invalid=form.validated_data["skip_invalid"])
         result = {"created": report.created, "already_queued": report.already_queued, "lines": report.lines,
@@ -215,14 +206,15 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 # ------------------------------------------------------------------------------------------------ memory
 def memory_queryset():
-    return MemoryEntry.objects.select_related("promoted_by").annotate(use_count=Count("uses")).prefetch_related(
+    return memory_entries().prefetch_related(
         Prefetch("uses", queryset=RunMemory.objects.select_related("run").order_by("-run__created_at"))
     )
 
 
 @extend_schema_view(list=extend_schema(parameters=[
-    OpenApiParameter("q", str, description="text search in triple, relation and trajectory"),
+    OpenApiParameter("q", str, description="text search in triple, relation, trajectory, lesson and provenance"),
     OpenApiParameter("similar", str, description="rank by embedding cosine similarity to this text; adds `similarity`"),
+    OpenApiParameter("relation", str, description="the relation label, exactly"),
     OpenApiParameter("status", str, enum=MemoryEntry.Status.values),
     OpenApiParameter("verdict", str, enum=["correct", "incorrect"]),
 ]))
@@ -238,19 +230,13 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if self.action != "list":
             return memory_queryset()
-        entries = MemoryEntry.objects.select_related("promoted_by").annotate(use_count=Count("uses"))
         params = self.request.query_params
-        if text := params.get("q", "").strip():
-            entries = entries.filter(Q(triple_text__icontains=text) | Q(relation_label__icontains=text) | Q(trajectory__icontains=text))
         for name, choices in (("status", MemoryEntry.Status.values), ("verdict", ["correct", "incorrect"])):
-            if value := params.get(name):
-                if value not in choices:
-                    raise exceptions.ValidationError({name: [f"one of {', '.join(choices)}"]})
-                entries = entries.filter(**{name: value})
-        if similar := params.get("similar", "").strip():
-            distance = CosineDistance("embedding", encoder.encode_one(similar))
-            return entries.annotate(similarity=1 - distance).order_by(F("similarity").desc(), "-id")
-        return entries.order_by("-created_at", "-id")
+            if (value := params.get(name)) and value not in choices:
+                raise exceptions.ValidationError({name: [f"one of {', '.join(choices)}"]})
+        return memory_entries(status=params.get("status", ""), verdict=params.get("verdict", ""),
+                              relation=params.get("relation", "").strip(), text=params.get("q", "").strip(),
+                              similar=params.get("similar", "").strip())
 
     def _set_status(self, new_status: str) -> Response:
         entry = self.get_object()
@@ -299,7 +285,7 @@ class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):
 @extend_schema_view(list=extend_schema(parameters=[
     OpenApiParameter("action", str, description="e.g. review.accept, or a prefix ending in a dot: review."),
     OpenApiParameter("object_type", str, description="e.g. verifier.run"),
-    OpenApiParameter("object_id", str), OpenApiParameter("actor", int),
+    OpenApiParameter("object_id", str), OpenApiParameter("actor", str, description="username or user id"),
 ]))
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     """Who did what, with before/after values (admins only)."""
@@ -310,16 +296,8 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     write_role = ADMIN
 
     def get_queryset(self):
-        events = super().get_queryset()
-        params = self.request.query_params
-        if name := params.get("action"):
-            events = events.filter(action__startswith=name) if name.endswith(".") else events.filter(action=name)
-        for field in ("object_type", "object_id"):
-            if value := params.get(field):
-                events = events.filter(**{field: value})
-        if actor := params.get("actor"):
-            events = events.filter(actor_id=_id_list(actor, "actor")[0])
-        return events
+        return audit_events(**{name: self.request.query_params.get(name, "").strip()
+                               for name in ("action", "actor", "object_type", "object_id")})
 
 
 # ----------------------------------------------------------------------------------------------- exports

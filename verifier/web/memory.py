@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Count, Max, Q
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from pgvector.django import CosineDistance
 
 from verifier import services
-from verifier.memory import bank, encoder
+from verifier.memory import bank
 from verifier.models import MemoryEntry, Run, RunMemory, Verdict
 from verifier.roles import REVIEWER, VIEWER, has_role, role_required
+from verifier.selectors import memory_entries
 from verifier.web.forms import PromoteForm
 from verifier.web.links import run_url, task_url
 
@@ -30,20 +30,6 @@ USES_SHOWN = 200
 CLOSEST_SHOWN = 3
 
 
-def _search(entries, mode: str, text: str):
-    """Text mode: the words anywhere in the triple, relation, trajectory or provenance. Similar mode: every
-    entry ranked by cosine similarity of its embedded triple text to ``text``, as the agent retrieves."""
-    if not text:
-        return entries.order_by("-created_at", "-id")
-    if mode == "similar":
-        distance = CosineDistance("embedding", encoder.encode_one(text))
-        return entries.annotate(distance=distance).order_by("distance", "-id")
-    condition = Q()
-    for field in ("triple_text", "relation_label", "trajectory", "provenance"):
-        condition |= Q(**{f"{field}__icontains": text})
-    return entries.filter(condition).order_by("-created_at", "-id")
-
-
 @require_GET
 @role_required(VIEWER)
 def memory_list(request: HttpRequest) -> HttpResponse:
@@ -52,18 +38,11 @@ def memory_list(request: HttpRequest) -> HttpResponse:
     mode = request.GET.get("mode", "text")
     mode = mode if mode in dict(SEARCH_MODES) else "text"
     text = request.GET.get("q", "").strip()
-    entries = MemoryEntry.objects.select_related("source_run", "promoted_by")
-    if status != "all":
-        entries = entries.filter(status=status)
-    if (verdict := request.GET.get("verdict", "")) in Verdict.values:
-        entries = entries.filter(verdict=verdict)
-    if relation := request.GET.get("relation", "").strip():
-        entries = entries.filter(relation_label=relation)
-    entries = _search(entries, mode, text).annotate(use_count=Count("uses"), last_used=Max("uses__run__created_at"))
+    verdict = request.GET.get("verdict", "")
+    entries = memory_entries(status="" if status == "all" else status, verdict=verdict if verdict in Verdict.values else "",
+                             relation=request.GET.get("relation", "").strip(),
+                             **({"similar": text} if mode == "similar" else {"text": text}))
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = list(page.object_list)
-    for entry in page.object_list:
-        entry.similarity = round(1 - float(entry.distance), 4) if hasattr(entry, "distance") else None
     counts = dict(MemoryEntry.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     return render(request, "verifier/memory_list.html", {
         "page": page,

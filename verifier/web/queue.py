@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -24,7 +23,6 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
-from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import services
@@ -41,7 +39,8 @@ from verifier.queue_filters import (
     filter_tasks,
 )
 from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
-from verifier.selectors import run_pace, tasks_in_flight
+from verifier.selectors import audit_events, run_pace, tasks_in_flight
+from verifier.uploads import save_upload, uploaded_file
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
 from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
 from verifier.web.saved_views import saved_views, view_query
@@ -210,20 +209,9 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
     return _back_to_queue(request)
 
 
-def _save_upload(upload, folder: Path) -> Path:
-    """The upload as a file that keeps its name (the tasks' source says "name.csv:line") and its suffix (which
-    decides CSV or TSV)."""
-    target = folder / get_valid_filename(Path(upload.name).name)
-    with target.open("wb") as handle:
-        for chunk in upload.chunks():
-            handle.write(chunk)
-    return target
-
-
 def _import_file(form: TaskImportForm, actor) -> services.TaskImportReport:
-    with tempfile.TemporaryDirectory(prefix="kgv-import-") as folder:
-        return services.import_flagged_triples(kg=form.cleaned_data["kg"], path=_save_upload(form.cleaned_data["file"], Path(folder)),
-                                               actor=actor)
+    with uploaded_file(form.cleaned_data["file"]) as path:
+        return services.import_flagged_triples(kg=form.cleaned_data["kg"], path=path, actor=actor)
 
 
 PREVIEW_SESSION_KEY = "kgv_import_preview"
@@ -243,7 +231,7 @@ def _keep_for_confirmation(request: HttpRequest, form: TaskImportForm) -> Path:
             shutil.rmtree(old, ignore_errors=True)
     token = secrets.token_hex(16)
     (root / token).mkdir()
-    path = _save_upload(form.cleaned_data["file"], root / token)
+    path = save_upload(form.cleaned_data["file"], root / token)
     request.session[PREVIEW_SESSION_KEY] = {"token": token, "kg": form.cleaned_data["kg"].pk, "name": path.name}
     return path
 
@@ -334,16 +322,7 @@ def _audit_object_href(event: AuditEvent) -> str:
 @role_required(ADMIN)
 def audit_log(request: HttpRequest) -> HttpResponse:
     """Who did what, newest first, with the values before and after; filter by action, user and object."""
-    events = AuditEvent.objects.select_related("actor")
-    action, actor, object_type = (request.GET.get(name, "").strip() for name in ("action", "actor", "object_type"))
-    if action:
-        events = events.filter(action__startswith=action)
-    if actor:
-        events = events.filter(actor__username=actor)
-    if object_type:
-        events = events.filter(object_type=object_type)
-    if object_id := request.GET.get("object_id", "").strip():
-        events = events.filter(object_id=object_id)
+    events = audit_events(**{name: request.GET.get(name, "").strip() for name in ("action", "actor", "object_type", "object_id")})
     page = Paginator(events, 100).get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)
     for event in page.object_list:

@@ -44,6 +44,20 @@ def test_text_search_finds_words_in_the_triple_or_the_trajectory(make_user, entr
     assert listed(client.get(reverse("memory-list"), {"q": "Douglas Adams nationality"})) == []
 
 
+def test_the_page_and_the_api_list_the_same_entries_for_the_same_search(make_user, entries):
+    """One selector answers both: text in the lesson or provenance counts, and the relation filter works in
+    the API as on the page."""
+    bank.add_entry(triple_text="Ada Lovelace field of work mathematics", relation_label="field of work", trajectory="x",
+                   verdict="correct", lesson="Her notes on the Analytical Engine", provenance="imported from sorbonne.json")
+    client = client_for(make_user, "viewer")
+    for params in ({"q": "sorbonne"}, {"q": "analytical engine"}, {"relation": "educated at"}, {"verdict": "incorrect"},
+                   {"q": "Douglas Adams nationality", "similar": True}):
+        page_params = {**params, "mode": "similar"} if params.pop("similar", False) else params
+        api_params = {"similar": params["q"]} if page_params.get("mode") == "similar" else params
+        api = client.get("/api/memory/", api_params).json()["results"]
+        assert [e["id"] for e in api] == listed(client.get(reverse("memory-list"), page_params)) != [], params
+
+
 def test_similarity_search_ranks_by_meaning_as_a_run_retrieves(make_user, entries):
     response = client_for(make_user, "viewer").get(reverse("memory-list"), {"q": "Douglas Adams nationality", "mode": "similar"})
     ranked = response.context["page"].object_list

@@ -333,6 +333,19 @@ def test_audit_log_shows_who_did_what_with_before_and_after_and_filters_by_actio
     assert only.context["page"].object_list[0].actor == queue.me
 
 
+@pytest.mark.parametrize("actor", ["name", "id"])
+def test_the_audit_page_and_api_filter_alike_by_action_prefix_and_by_actor_name_or_id(queue, make_user, actor):
+    _bulk(queue.client, "assign", [queue.pending], assignee=queue.me.pk)
+    _bulk(queue.client, "run", [queue.pending])
+    admin = client_for(make_user, "admin")
+    who = queue.me.get_username() if actor == "name" else str(queue.me.pk)
+    for action, expected in (("run.", ["run.start"]), ("task.assign", ["task.assign"]), ("task.", ["task.assign"])):
+        params = {"action": action, "actor": who}
+        page = [e.action for e in admin.get(reverse("audit-log"), params).context["page"].object_list]
+        api = [e["action"] for e in admin.get("/api/audit/", params).json()["results"]]
+        assert page == api == expected, action
+
+
 # ---- work queue and evaluations, sources -------------------------------------------------------------
 
 def test_evaluation_tasks_stay_out_of_the_work_queue_unless_asked_for(queue):
