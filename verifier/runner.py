@@ -29,7 +29,7 @@ from verifier.models import Review, Run, RunMemory, Step, SupportItem, Verificat
 from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.services import release_task
-from verifier.wiring import backend_for, build_llm, build_toolbox, settled_config
+from verifier.wiring import build_llm, build_toolbox, settled_config
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +37,6 @@ def claim_of(task: VerificationTask) -> Claim:
     return Claim(task.head.external_id, task.relation.external_id, task.tail.external_id,
                  task.head.label or task.head.external_id, task.relation.label or task.relation.external_id,
                  task.tail.label or task.tail.external_id)
-
-
-def _schema(task: VerificationTask) -> str:
-    from verifier.tools.kg_definition import relation_text
-
-    profile = backend_for(task.kg).relation(task.relation.external_id)
-    return relation_text(profile) if profile else ""
 
 
 # A write that ends a run must land even when the database connection was lost mid-run (PostgreSQL restarted,
@@ -154,7 +147,7 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         claim = claim_of(task)
         toolbox = build_toolbox(task.kg, claim, kg_tools=config.kg_tools, external_tools=config.external_tools,
                                 structural_tools=config.structural_tools)
-        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim, schema=_schema(task),
+        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim,
                                       weigher=weigher_for(task))
         final = _drive(run, investigation, on_step)
         if final is not None:

@@ -108,11 +108,10 @@ class Investigation:
     """State of one run; ``steps()`` drives it."""
 
     def __init__(self, claim: Claim, config: AgentConfig, *, llm: LLM, tools: Tools, memory: MemoryLookup | None = None,
-                 schema: str = "", weigher: Weigher | None = None):
+                 weigher: Weigher | None = None):
         self.claim, self.config, self.llm, self.tools = claim, config, llm, tools
         self.memory = memory
         self.weigher = weigher
-        self.schema = schema
         self.support = SupportSet()
         self.memories: list[Memory] = []
         self.impression = ""
@@ -150,7 +149,7 @@ class Investigation:
     # ------------------------------------------------------------------------------ the agent
 
     def _context(self) -> str:
-        parts = [prompts.claim_text(self.claim), prompts.schema_text(self.schema), prompts.memories_text(self.memories)]
+        parts = [prompts.claim_text(self.claim), prompts.schema_text(self.tools.relation_schema()), prompts.memories_text(self.memories)]
         return "\n\n".join(p for p in parts if p)
 
     def _plan(self) -> Iterator[AgentStep]:

@@ -66,4 +66,7 @@ class Tools(Protocol):
     def openai_tools(self) -> list[dict]:
         """The same tools as function-calling schemas, for endpoints that call tools natively."""
 
+    def relation_schema(self) -> str:
+        """The claim's relation as the planner reads it (label, description, domain, range), or ""."""
+
     def call(self, name: str, arguments: Mapping[str, str] | Sequence[str]) -> ToolResult: ...

@@ -31,6 +31,10 @@ class Ref:
         return self.label or self.id
 
 
+def _refs_text(refs: list[Ref]) -> str:
+    return "; ".join(f"{r.name} ({r.id})" if r.label else r.id for r in refs) or "(none recorded)"
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A possible match of a name, with how it matched and a score in [0, 1]."""
@@ -50,6 +54,16 @@ class EntityProfile:
     aliases: list[str] = field(default_factory=list)
     types: list[Ref] = field(default_factory=list)
 
+    def text(self) -> str:
+        """The profile as tools and prompts show it."""
+        return "\n".join([
+            f"Entity Profile: {self.id}",
+            f"Label: {self.label or '(no label)'}",
+            f"Description: {self.description or '(no description)'}",
+            f"Type: {_refs_text(self.types)}",
+            f"Aliases: {', '.join(self.aliases) or '(none)'}",
+        ])
+
 
 @dataclass
 class RelationProfile:
@@ -61,6 +75,21 @@ class RelationProfile:
     range: list[Ref] = field(default_factory=list)
     # "declared" (the source states the constraint), "derived" (from observed heads/tails), or "".
     schema_source: str = ""
+
+    def text(self) -> str:
+        """The relation's schema as tools and the planner's prompt show it."""
+        lines = [
+            f"Relation Profile: {self.id}",
+            f"Label: {self.label or '(no label)'}",
+            f"Description: {self.description or '(no description)'}",
+            f"Aliases: {', '.join(self.aliases) or '(none)'}",
+            f"Subject Constraint (Domain): {_refs_text(self.domain)}",
+            f"Object Constraint (Range): {_refs_text(self.range)}",
+        ]
+        if self.schema_source == "derived":
+            lines.append("Note: this KG declares no schema for the relation; domain and range are the most common "
+                         "types of its observed subjects and objects.")
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -3,40 +3,10 @@
 
 from __future__ import annotations
 
-from verifier.kg.base import EntityProfile, Ref, RelationProfile
+from verifier.kg.base import EntityProfile, RelationProfile
 from verifier.tools.base import EvidenceItem, ToolContext, ToolResult
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
 from verifier.tools.registry import tool
-
-
-def _refs(refs: list[Ref]) -> str:
-    return "; ".join(f"{r.name} ({r.id})" if r.label else r.id for r in refs) or "(none recorded)"
-
-
-def entity_text(profile: EntityProfile) -> str:
-    lines = [
-        f"Entity Profile: {profile.id}",
-        f"Label: {profile.label or '(no label)'}",
-        f"Description: {profile.description or '(no description)'}",
-        f"Type: {_refs(profile.types)}",
-        f"Aliases: {', '.join(profile.aliases) or '(none)'}",
-    ]
-    return "\n".join(lines)
-
-
-def relation_text(profile: RelationProfile) -> str:
-    lines = [
-        f"Relation Profile: {profile.id}",
-        f"Label: {profile.label or '(no label)'}",
-        f"Description: {profile.description or '(no description)'}",
-        f"Aliases: {', '.join(profile.aliases) or '(none)'}",
-        f"Subject Constraint (Domain): {_refs(profile.domain)}",
-        f"Object Constraint (Range): {_refs(profile.range)}",
-    ]
-    if profile.schema_source == "derived":
-        lines.append("Note: this KG declares no schema for the relation; domain and range are the most common "
-                     "types of its observed subjects and objects.")
-    return "\n".join(lines)
 
 
 @tool("KG_Definition", category="kg")
@@ -63,13 +33,13 @@ def kg_definition(ctx: ToolContext, name: str) -> ToolResult:
 
 
 def _entity_result(ctx: ToolContext, entity: Resolved) -> ToolResult:
-    return _profile_result(ctx, "entity", entity, ctx.kg.entity, entity_text)
+    return _profile_result(ctx, "entity", entity, ctx.kg.entity, EntityProfile.text)
 
 
 def _relation_result(ctx: ToolContext, relation) -> ToolResult:
     if not isinstance(relation, Resolved):
         return ToolResult(relation.message, ok=False)
-    return _profile_result(ctx, "relation", relation, ctx.kg.relation, relation_text)
+    return _profile_result(ctx, "relation", relation, ctx.kg.relation, RelationProfile.text)
 
 
 def _profile_result(ctx: ToolContext, kind: str, resolved: Resolved, lookup, render) -> ToolResult:

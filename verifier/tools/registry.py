@@ -151,6 +151,11 @@ class Toolbox:
     def openai_tools(self) -> list[dict]:
         return [spec.openai_tool() for spec in self.specs.values()]
 
+    def relation_schema(self) -> str:
+        query = self.context.query
+        profile = self.context.kg.relation(query.relation) if query is not None else None
+        return profile.text() if profile else ""
+
     def call(self, name: str, arguments: Mapping[str, str] | Sequence[str]) -> ToolResult:
         spec = self._find(name)
         if spec is None:

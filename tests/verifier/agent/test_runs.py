@@ -53,6 +53,10 @@ def test_plan_act_observe_answer_with_cited_evidence(task):
     assert run.prompt_tokens > 0 and run.completion_tokens > 0 and run.model == "scripted"
     assert not {"cites_nothing", "off_claim", "forced", "looped"} & set(run.signals)
     assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.VERIFIED
+    # The planner reads the claim's relation schema, as the KG declares or derives it.
+    planning = requests[0].messages[-1]["content"]
+    assert "Relation schema:\nRelation Profile: P27\nLabel: country of citizenship\nDescription: the object is a country" in planning
+    assert "Subject Constraint (Domain): " in planning
     # The plan is observation 0 of the loop; the stop sequence keeps the model from writing observations.
     react = requests[1]
     assert "Observation 0 (your initial impression and plan)" in react.messages[1]["content"]
