@@ -20,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 from django.db import transaction
+from sklearn.linear_model import LogisticRegression
 
 from verifier.agent.weighing import FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, evidence_from
-from verifier.models import ConfidenceModel, Run, SupportItem
+from verifier.models import ConfidenceModel, Entity, EvaluationItem, FitTriple, KnowledgeGraph, Relation, Review, Run, SupportItem
+from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
 
 def active_model(kg_id: int | None) -> ConfidenceModel | None:
@@ -110,7 +112,6 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
     """(run, whether its triple is true) for the weighed modes' finished runs of the named evaluations (an
     agent run with an answer; every evidence-mode run, whose features need no answer) and, with ``reviews``,
     every agent run a reviewer settled as Correct or Incorrect (its latest verdict)."""
-    from verifier.models import EvaluationItem, Review
 
     found: dict[int, tuple[Run, bool]] = {}
     items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED)
@@ -148,9 +149,7 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     sentence judgments) are 0 in an evidence run, so their weights are fitted on the agent runs alone while
     every run informs the evidence features' weights — a few hundred one-second evidence runs and a hundred
     agent runs fit what a hundred agent runs alone could not."""
-    from sklearn.linear_model import LogisticRegression
 
-    from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
     if len(pairs) < 20 or len({label for _, label in pairs}) < 2:
         raise ValueError(f"need at least 20 labelled runs with both true and false triples (got {len(pairs)})")
@@ -201,7 +200,6 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
 def record_fitted(model: ConfidenceModel) -> int:
     """Record the model's fitted triples of the loaded KGs as FitTriples, with their folds. A triple some
     earlier fit recorded without a fold keeps that record: no evaluation draws it."""
-    from verifier.models import Entity, FitTriple, KnowledgeGraph, Relation
 
     by_kg: dict[str, list[tuple[list[str], list]]] = {}
     for key, value in (model.fitted or {}).items():

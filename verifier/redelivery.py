@@ -69,7 +69,7 @@ def _waiting(cutoff) -> set[int]:
 
 def redeliver_lost_runs() -> list[int]:
     """Send again the message of every queued run found nowhere in the broker (see the module docstring)."""
-    from verifier.tasks import run_verification
+    from verifier.tasks import run_verification  # tasks imports this module: resolved when dispatched
 
     cutoff = timezone.now() - timedelta(seconds=QUEUED_GRACE_SECONDS)
     waiting = _waiting(cutoff)

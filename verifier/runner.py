@@ -28,7 +28,6 @@ from verifier.memory import bank
 from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
-from verifier.services import release_task
 from verifier.wiring import build_llm, build_toolbox, settled_config
 
 logger = logging.getLogger(__name__)
@@ -60,7 +59,7 @@ def _finish(run: Run, status: str, **fields) -> bool:
             VerificationTask.objects.filter(pk=run.task_id).update(
                 status=VerificationTask.Status.REVIEWED if reviewed else VerificationTask.Status.VERIFIED)
         else:
-            release_task(run.task_id)
+            VerificationTask.release(run.task_id)
         if ended:
             publish_run_status(run)
     return bool(ended)
@@ -163,7 +162,7 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         _finish(run, Run.Status.FAILED, error=_failure(error)[:4000])
         return run
     if final is None:  # cancelled: the task goes back to the queue
-        release_task(task.pk)
+        VerificationTask.release(task.pk)
         return run
     _finish(run, Run.Status.SUCCEEDED, verdict=run.verdict, explanation=final.explanation,
             confidence=assessment.confidence, disputed=assessment.disputed, assessment=assessment.details,
@@ -216,7 +215,7 @@ def sweep_stalled_runs() -> list[int]:
             if not Run.objects.filter(stalled, pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(), error=reason):
                 continue  # it came back to life, or ended, in the meantime
             run.refresh_from_db()
-            release_task(run.task_id)
+            VerificationTask.release(run.task_id)
             publish_run_status(run)
         failed.append(run.pk)
     if failed:

@@ -6,14 +6,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.utils import timezone
 
 from verifier import webhooks
+from verifier.agent.loop import AgentConfig
 from verifier.errors import ApplicationError
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
-from verifier.models import AuditEvent, KnowledgeGraph, VerificationTask, Webhook
+from verifier.memory.bank import add_entry, trajectory_of
+from verifier.models import (
+    AuditEvent,
+    KnowledgeGraph,
+    MemoryEntry,
+    Review,
+    Run,
+    SavedView,
+    Verdict,
+    VerificationTask,
+    Webhook,
+)
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.realtime.publish import publish_run_status
+from verifier.structure.training import retrain_if_learnt
+from verifier.tasks import run_verification
 
 
 def record_audit(*, actor, action: str, obj, before: dict | None = None, after: dict | None = None) -> AuditEvent:
@@ -61,7 +76,6 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
         before = VerificationTask.objects.filter(kg=kg).count()
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
         created = VerificationTask.objects.filter(kg=kg).count() - before
-        from verifier.structure.training import retrain_if_learnt
 
         transaction.on_commit(lambda: retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks]))
         record_audit(
@@ -77,10 +91,6 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
 def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):
     """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
     leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model."""
-    from verifier.agent.loop import AgentConfig
-    from verifier.models import Run
-    from verifier.tasks import run_verification
-
     requested = dict(config or {})
     AgentConfig.from_dict(requested)  # validates; raises ValueError with a clear message
     with transaction.atomic():
@@ -101,9 +111,7 @@ class TaskBusy(ApplicationError):
 
 def cancel_run(*, run, actor=None) -> bool:
     """Stop a queued or running run: its worker stores no further step. False if it had already ended."""
-    from django.utils import timezone
 
-    from verifier.models import Run
 
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk).in_flight().update(
@@ -113,22 +121,12 @@ def cancel_run(*, run, actor=None) -> bool:
             run.refresh_from_db()
             publish_run_status(run)
     if updated:
-        release_task(run.task_id)  # also when its worker is gone and will never do it
+        VerificationTask.release(run.task_id)  # also when its worker is gone and will never do it
     return bool(updated)
-
-
-def release_task(task_id: int) -> None:
-    """A task whose run ended without a verdict is back in the queue, unless another run of it is in flight."""
-    from verifier.models import Run
-
-    if not Run.objects.filter(task_id=task_id).in_flight().exists():
-        VerificationTask.objects.filter(pk=task_id, status=VerificationTask.Status.RUNNING).update(status=VerificationTask.Status.PENDING)
 
 
 def assign_tasks(*, tasks, assignee, actor=None) -> int:
     """Give ``tasks`` (a queryset) to ``assignee`` (None unassigns). Returns how many changed."""
-    from verifier.models import VerificationTask
-
     with transaction.atomic():
         changed = list(tasks.exclude(assignee=assignee).select_for_update().values_list("pk", "assignee_id"))
         VerificationTask.objects.filter(pk__in=[pk for pk, _ in changed]).update(assignee=assignee)
@@ -148,8 +146,6 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
     accept → the run's verdict; override → the other verdict (or ``verdict``), reason required;
     not_enough_evidence → that verdict; comment → no verdict, the task keeps its status.
     """
-    from verifier.models import Review, Verdict, VerificationTask
-
     decisions = Review.Decision
     if decision not in decisions.values:
         raise ReviewRejected(f"unknown decision {decision!r}; use one of {', '.join(decisions.values)}")
@@ -190,9 +186,7 @@ UNDO_SECONDS = 15 * 60
 def undo_review(*, review, actor) -> None:
     """Take back a decision or comment its reviewer recorded in the last UNDO_SECONDS. A task left with no
     decision on any of its runs is back to verified."""
-    from django.utils import timezone
 
-    from verifier.models import Review, VerificationTask
 
     if review.reviewer_id != getattr(actor, "pk", None):
         raise ReviewRejected("only the reviewer who recorded a decision can undo it")
@@ -213,9 +207,6 @@ def undo_review(*, review, actor) -> None:
 def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str | None = None):
     """Copy a finished, reviewed run into the memory bank (optionally with an edited trajectory); the next run
     can retrieve it at once. The entry's verdict is the latest reviewed verdict."""
-    from verifier.memory.bank import add_entry, trajectory_of
-    from verifier.models import MemoryEntry, Run
-
     if not run.is_reviewable:
         raise ReviewRejected(f"only a finished run with a verdict can be promoted (run {run.pk} is {run.status})")
     task = run.task
@@ -248,8 +239,6 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
 
 def set_memory_status(*, entry, status: str, actor=None) -> None:
     """Retire or restore a memory entry (retired entries are never retrieved)."""
-    from verifier.models import MemoryEntry
-
     if status not in MemoryEntry.Status.values:
         raise ValueError(f"unknown status {status!r}")
     if entry.status == status:
@@ -264,8 +253,6 @@ def set_memory_status(*, entry, status: str, actor=None) -> None:
 
 def save_webhook(*, webhook, actor=None, **fields):
     """Register a webhook (``webhook`` None) or change one: url, events, description, active."""
-    from verifier.models import Webhook
-
     with transaction.atomic():
         if webhook is None:
             webhook = Webhook.objects.create(created_by=actor if getattr(actor, "is_authenticated", False) else None, **fields)
@@ -300,8 +287,6 @@ class ViewRejected(ApplicationError):
 
 def save_view(*, user, name: str, query: str):
     """Keep the queue's filters ``query`` under ``name`` for ``user`` (a view of that name is replaced)."""
-    from verifier.models import SavedView
-
     name = name.strip()
     if not name:
         raise ViewRejected("a saved view needs a name")

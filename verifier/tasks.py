@@ -5,7 +5,11 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from verifier.models import StructuralModel
+from verifier.redelivery import redeliver_lost_runs
 from verifier.runner import execute_run, sweep_stalled_runs
+from verifier.structure.training import train
+from verifier.webhooks import deliver, deliver_due
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.run_verification")
@@ -18,9 +22,6 @@ def run_verification(run_id: int) -> str:
              soft_time_limit=settings.KGV_TRAINING_TIME_LIMIT, time_limit=settings.KGV_TRAINING_TIME_LIMIT + 120)
 def train_structural_model(model_id: int) -> str:
     """Train, validate and calibrate a queued structural model. Re-delivery after a lost worker starts it over."""
-    from verifier.models import StructuralModel
-    from verifier.structure.training import train
-
     row = StructuralModel.objects.select_related("kg").filter(pk=model_id).first()
     if row is None or row.status in (StructuralModel.Status.READY, StructuralModel.Status.SUPERSEDED):
         return row.status if row else "missing"
@@ -31,7 +32,6 @@ def train_structural_model(model_id: int) -> str:
 def sweep_stalled() -> int:
     """Fail runs whose worker stopped heartbeating, and send again the lost message of runs queued with none
     in the broker (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
-    from verifier.redelivery import redeliver_lost_runs
 
     return len(sweep_stalled_runs()) + len(redeliver_lost_runs())
 
@@ -39,14 +39,10 @@ def sweep_stalled() -> int:
 @shared_task(name="verifier.deliver_webhook", ignore_result=True)
 def deliver_webhook(delivery_id: int) -> None:
     """The first attempt at a webhook delivery; later ones come from the sweep below."""
-    from verifier.webhooks import deliver
-
     deliver(delivery_id)
 
 
 @shared_task(name="verifier.deliver_due_webhooks", ignore_result=True)
 def deliver_due_webhooks() -> int:
     """Webhook deliveries whose retry is due (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
-    from verifier.webhooks import deliver_due
-
     return deliver_due()

@@ -90,7 +90,7 @@ def emit(event: str, key: str, data: dict) -> list[WebhookDelivery]:
         if new:
             created.append(delivery)
     if created:
-        from verifier.tasks import deliver_webhook
+        from verifier.tasks import deliver_webhook  # tasks imports this module: resolved when dispatched
 
         ids = [delivery.pk for delivery in created]
         transaction.on_commit(lambda: [deliver_webhook.delay(pk) for pk in ids])

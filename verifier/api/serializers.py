@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from verifier.agent.loop import AgentConfig
 from verifier.evaluation import reports
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
@@ -101,8 +102,6 @@ class ConfigField(serializers.JSONField):
     """An agent configuration: a JSON object (keys of verifier.agent.loop.AgentConfig)."""
 
     def to_internal_value(self, data):
-        from verifier.agent.loop import AgentConfig
-
         value = super().to_internal_value(data)
         try:
             AgentConfig.from_dict(value)

@@ -21,8 +21,9 @@ from pathlib import Path
 from django.db.models import Q
 from django.db.models.functions import Lower
 
+from verifier.kg.store import PostgresKG
 from verifier.kg.textfile import Problem, read_text
-from verifier.models import Entity, KnowledgeGraph, Relation
+from verifier.models import Entity, KnowledgeGraph, Relation, VerificationTask
 
 COLUMNS = ("head", "relation", "tail", "label")
 _LABELS = {
@@ -105,7 +106,6 @@ def read_flagged(path: Path) -> tuple[list[FlaggedRow], list[Problem]]:
 
 class _Index:
     """Lookup of the terms of a file against one model of one KG, in three set-based queries."""
-
     def __init__(self, model, kg: KnowledgeGraph, terms: set[str], suggest: Callable[[str], list[str]]):
         self.suggest, self.suggested = suggest, 0
         self.by_id: dict[str, int] = {}
@@ -146,7 +146,6 @@ class _Index:
 
 
 def _similar_entities(kg: KnowledgeGraph) -> Callable[[str], list[str]]:
-    from verifier.kg.store import PostgresKG
 
     store = PostgresKG(kg)
     return lambda term: [f"{c.label} ({c.id})" for c in store.similar_entities(term, limit=SUGGESTIONS)]
@@ -206,8 +205,6 @@ class ImportPreview:
 
 def preview(kg: KnowledgeGraph, path: Path) -> ImportPreview:
     """What importing ``path`` into ``kg`` would queue, without queueing anything."""
-    from verifier.models import VerificationTask
-
     rows, problems = read_flagged(path)
     resolved, unresolved = resolve_rows(kg, rows, path)
     keys = {(r.head_id, r.relation_id, r.tail_id) for r in resolved}

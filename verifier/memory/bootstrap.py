@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from verifier.memory.bank import add_entry
+from verifier.memory.bank import add_entry, trajectory_of
 from verifier.models import (
     Entity,
     Evaluation,
@@ -29,6 +29,7 @@ from verifier.models import (
     Relation,
     StructuralModel,
 )
+from verifier.structure.fitting import corruptions
 
 LESSON_EVIDENCE = 3
 LESSON_CHARS = 400
@@ -37,8 +38,6 @@ LESSON_CHARS = 400
 def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> list[tuple[int, int, int, bool]]:
     """About n labelled triples, half true (from the calibration slice) and half corruptions, over the KG's
     most frequent relations, round-robin so that every relation gets its share."""
-    from verifier.structure.fitting import corruptions
-
     model = StructuralModel.objects.ready_for(kg)
     if model is None:
         raise ValueError(f"{kg.name} has no ready structural model: its calibration slice supplies the true triples "
@@ -74,8 +73,6 @@ def write_benchmark(kg: KnowledgeGraph, rows: list[tuple[int, int, int, bool]], 
 
 def _trimmed_trajectory(run) -> str:
     """The run as a memory: its steps, with every repeated action (and the reminder it earned) left out."""
-    from verifier.memory.bank import trajectory_of
-
     lines, seen, skip = [], set(), False
     for line in trajectory_of(run).splitlines():
         if line.startswith("Action: "):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from verifier.evaluation.configs import configuration_label
 from verifier.models.kg import KnowledgeGraph
 from verifier.models.verification import Run, VerificationTask
 
@@ -52,8 +53,6 @@ class Evaluation(models.Model):
     @property
     def label(self) -> str:
         """The configuration as the results tables name it (e.g. "KGV-Agent − memory")."""
-        from verifier.evaluation.configs import configuration_label
-
         return configuration_label(self.mode, self.ablations, abstain=bool(self.config.get("abstain")),
                                    samples=self.config.get("samples"), profile=self.config.get("profile"))
 

@@ -55,6 +55,12 @@ class VerificationTask(models.Model):
     def __str__(self) -> str:
         return f"task {self.pk}: ({self.head_id}, {self.relation_id}, {self.tail_id})"
 
+    @classmethod
+    def release(cls, task_id: int) -> None:
+        """A task whose run ended without a verdict is back in the queue, unless another run of it is in flight."""
+        if not Run.objects.filter(task_id=task_id).in_flight().exists():
+            cls.objects.filter(pk=task_id, status=cls.Status.RUNNING).update(status=cls.Status.PENDING)
+
 
 class RunQuerySet(models.QuerySet):
     def in_flight(self) -> models.QuerySet:

@@ -18,6 +18,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.template.loader import render_to_string
 
+from verifier import webhooks
 from verifier.models import Run, Step, Webhook
 from verifier.realtime.events import RunStatusMessage, StepMessage, run_group
 from verifier.retrying import Transient, call_with_retries
@@ -118,6 +119,4 @@ def publish_run_status(run: Run) -> None:
     message: RunStatusMessage = {"type": "run.status", "run": run_payload(run)}
     transaction.on_commit(lambda: send_to_group(run_group(run.pk), message))
     if run.is_finished and not run.evaluation_items.exists():
-        from verifier import webhooks
-
         webhooks.emit(Webhook.Event.RUN_FINISHED, f"run.finished:{run.pk}", webhooks.run_data(run))

@@ -211,3 +211,10 @@ def expected_calibration_error(confidence: Sequence[float], right: Sequence[bool
     if n == 0:
         return 0.0
     return float(sum(b["n"] / n * abs(b["accuracy"] - b["confidence"]) for b in reliability_bins(confidence, right, bins)))
+
+
+def calibration_error(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    """ECE of the verdicts a 0.5 threshold gives, confidence = the probability of the verdict given."""
+    verdict_true = probabilities >= 0.5
+    confidence = np.where(verdict_true, probabilities, 1 - probabilities)
+    return expected_calibration_error(confidence, verdict_true == labels.astype(bool))

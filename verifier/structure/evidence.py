@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from django.db.models import Value
 
-from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel
-from verifier.structure import fitting, scoring
+from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, VerificationTask
+from verifier.structure import scoring, stored
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
+from verifier.structure.training import request_training
 
 SHOWN_HOLDERS = 3  # the description neighbours named in the observation
 
@@ -121,9 +122,6 @@ class StructuralEvidence:
     def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:
         """The model learnt this triple. Only a triple queued for verification gets a model trained without it
         (asking about any other KG fact, as a curator or an agent exploring may, must not start a training)."""
-        from verifier.models import VerificationTask
-        from verifier.structure.training import request_training
-
         head_id, relation_id, tail_id = rows
         if VerificationTask.objects.filter(kg=self.kg, head_id=head_id, relation_id=relation_id, tail_id=tail_id).exists():
             request_training(self.kg, reason="a queued triple was in the training set")
@@ -146,10 +144,10 @@ class StructuralEvidence:
         """The calibrated probability the rule evidence gives the triple (fitted with the structural model on
         the same labelled triples), or None before a model is ready."""
         model = StructuralModel.objects.ready_for(self.kg)
-        calibration = fitting.stored_calibration(model, "rules") if model else None
+        calibration = stored.stored_calibration(model, "rules") if model else None
         if calibration is None:
             return None
-        return calibration.probability(rule_features(evidence), str(evidence.rows[1]), fitting.fold_of(model).get(tuple(evidence.rows)))
+        return calibration.probability(rule_features(evidence), str(evidence.rows[1]), stored.fold_of(model).get(tuple(evidence.rows)))
 
 
 _MINED: set[tuple[int, int]] = set()  # (KG row id, version) known to have mined rules: they stay until a new version

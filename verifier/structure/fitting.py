@@ -16,15 +16,25 @@ calibration fitted on all.
 from __future__ import annotations
 
 import random
-import threading
 
 import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, StructuralModel
-from verifier.structure.calibration import CrossFitted, cross_fit, fit_relation_calibrator, fold_assignment
+from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows, type_keys
+from verifier.evaluation.sampling import NegativeSampler
+from verifier.models import Entity, FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
+from verifier.structure.calibration import (
+    CrossFitted,
+    calibration_error,
+    cross_fit,
+    fit_relation_calibrator,
+    fold_assignment,
+    matched_weights,
+)
+from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
+from verifier.structure.scoring import FEATURES, LoadedModel
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
 SEED = 0
@@ -32,8 +42,6 @@ SEED = 0
 
 def labelled_dataset(kg: KnowledgeGraph):
     """The dataset entry (verifier/evaluation/datasets.py) with verified negatives for this KG, if any."""
-    from verifier.evaluation.datasets import DATASETS
-
     for dataset in DATASETS.values():
         if dataset.kg_name == kg.name and dataset.negatives:
             return dataset
@@ -45,8 +53,6 @@ def structural_fit_set(model: StructuralModel) -> tuple[LabelledRows, str]:
     kg = model.kg
     dataset = labelled_dataset(kg)
     if dataset is not None:
-        from verifier.evaluation.datasets import kg_triple_set, read_rows
-
         in_kg = kg_triple_set(kg)
         rows = {(r.head_id, r.relation_id, r.tail_id): True for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
         for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.negatives):
@@ -68,39 +74,8 @@ def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) ->
         for i, (h, r, t, y) in enumerate(rows)], ignore_conflicts=True, batch_size=5000)
 
 
-_FOLDS: dict[tuple[int, str], dict[tuple[int, int, int], int]] = {}
-_CALIBRATIONS: dict[tuple[int, str, str], CrossFitted | None] = {}
-_FOLDS_LOCK = threading.Lock()
-
-
-def stored_calibration(model: StructuralModel, name: str) -> CrossFitted | None:
-    """The model's calibration ``name`` ("structural", "rules"), read once per process and calibration."""
-    key = (model.pk, model.calibration_stamp, name)
-    with _FOLDS_LOCK:
-        if key not in _CALIBRATIONS:
-            stored = StructuralModel.objects.filter(pk=model.pk).values_list("calibration", flat=True).first()
-            _CALIBRATIONS[key] = CrossFitted.from_stored(stored or {}, name)
-        return _CALIBRATIONS[key]
-
-
-def fold_of(model: StructuralModel) -> dict[tuple[int, int, int], int]:
-    """(head, relation, tail) row ids → the fold its calibration left it out of, for the triples the KG's
-    current calibration was fitted on; read once per process and calibration."""
-    key = (model.kg_id, model.calibration_stamp)
-    with _FOLDS_LOCK:
-        if key not in _FOLDS:
-            _FOLDS[key] = {(h, r, t): fold for h, r, t, fold in FitTriple.objects.filter(
-                kg_id=model.kg_id, purpose=FitTriple.Purpose.STRUCTURAL_CALIBRATION, fold__isnull=False,
-            ).values_list("head_id", "relation_id", "tail_id", "fold")}
-        return _FOLDS[key]
-
-
 def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]]) -> LabelledRows:
     """One type-constrained negative per positive (the evaluation harness's sampler and type scheme)."""
-    from verifier.evaluation.datasets import kg_triple_set, type_keys
-    from verifier.evaluation.sampling import NegativeSampler
-    from verifier.models import Entity, VerificationTask
-
     in_kg = kg_triple_set(kg)
     keys, _ = type_keys(kg, "auto", in_kg)
     external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
@@ -117,8 +92,6 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]]) -> La
 
 def calibrate_structural(model: StructuralModel) -> dict:
     """Fit the per-relation calibration of ``model`` and store it with its cross-validated error."""
-    from verifier.structure.scoring import FEATURES, LoadedModel
-
     rows, source = structural_fit_set(model)
     unique: dict[tuple[int, int, int], tuple[int, int, int, bool]] = {}
     for row in rows:  # one fold per triple: two corruptions may coincide
@@ -151,8 +124,6 @@ def _calibrate_rules(model: StructuralModel, triples: np.ndarray, relations: lis
                      folds: np.ndarray | None) -> tuple[CrossFitted, dict] | None:
     """The same labelled triples' rule evidence (verifier/structure/rule_evidence.py) mapped to a probability,
     cross-fitted on the same folds: (the calibration, its metrics), or None when the KG has no mined rules."""
-    from verifier.models import MinedRule
-    from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
     if not MinedRule.objects.filter(kg=model.kg, kg_version=model.kg_version).exists():
         return None
@@ -174,8 +145,6 @@ def _cross_fitted(features: np.ndarray, relations: list[str], labels: np.ndarray
 def out_of_fold_metrics(probabilities: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
     """Accuracy of out-of-fold probabilities (as drawn, and relation-matched: each relation weighing
     min(#true, #false) pairs, as a relation-matched test set would) and their ECE."""
-    from verifier.structure.calibration import matched_weights
-    from verifier.structure.training import calibration_error
 
     right = (probabilities >= 0.5) == labels
     matched = matched_weights(relations, labels.astype(int))

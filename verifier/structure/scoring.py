@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
-from verifier.structure import described, fitting, kge
+from verifier.structure import described, kge, stored
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import kg_triples
 
@@ -75,7 +75,7 @@ class LoadedModel:
         if self.calibration is not None and self.calibration.full.features != FEATURES:
             # fitted on another feature set: its probabilities would be wrong; recalibrating is quick
             self.calibration = None
-        self.folds = fitting.fold_of(row) if self.calibration is not None else {}
+        self.folds = stored.fold_of(row) if self.calibration is not None else {}
         self._known: dict[str, dict[tuple[int, int], np.ndarray]] | None = None
         self._candidates: dict[tuple[int, str], np.ndarray] | None = None
         self._lock = threading.Lock()

@@ -21,9 +21,10 @@ from django.utils import timezone
 
 from verifier.models import HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, Triple
 from verifier.structure import kge
-from verifier.structure.calibration import expected_calibration_error
 from verifier.structure.dataset import TrainingData, training_data
+from verifier.structure.fitting import calibrate_structural
 from verifier.structure.rules import mine_rules
+from verifier.structure.scoring import pack
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def request_training(kg: KnowledgeGraph, *, reason: str = "", config: dict | Non
             return None
         row = StructuralModel.objects.create(kg=kg, kg_version=kg.version, stage=f"queued: {reason}" if reason else "queued",
                                              config={"kge": config or {}})
-        from verifier.tasks import train_structural_model
+        from verifier.tasks import train_structural_model  # tasks imports this module: resolved when dispatched
 
         transaction.on_commit(lambda: train_structural_model.delay(row.pk))
     return row
@@ -166,15 +167,11 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
             progress("validating", 0.0, "dataset validation split")
             metrics["dataset_validation"] = kge.link_prediction(trained.model, data.to_indices(validation),
                                                                 np.concatenate([known, data.to_indices(validation)]))
-        from verifier.structure.scoring import pack
-
         row.weights = pack(trained.model, data.entity_rows, data.relation_rows)
         row.config = {"kge": config.to_dict()}
         row.metrics, row.training_digest, row.training_triples = metrics, data.digest, len(data.train)
         row.save(update_fields=["weights", "config", "metrics", "training_digest", "training_triples"])
         progress("calibrating", 0.0, "fitting probabilities per relation")
-        from verifier.structure.fitting import calibrate_structural
-
         try:
             calibrate_structural(row)
         except ValueError as exc:  # a KG too small (or too untyped) to calibrate: its scores stay uncalibrated
@@ -209,10 +206,3 @@ def _hold_out(row: StructuralModel, data: TrainingData) -> None:
         HeldOutTriple(model=row, head_id=h, relation_id=r, tail_id=t, reason=reason)
         for (h, r, t), reason in data.held_out.items()
     ], batch_size=5000)
-
-
-def calibration_error(probabilities: np.ndarray, labels: np.ndarray) -> float:
-    """ECE of the verdicts a 0.5 threshold gives, confidence = the probability of the verdict given."""
-    verdict_true = probabilities >= 0.5
-    confidence = np.where(verdict_true, probabilities, 1 - probabilities)
-    return expected_calibration_error(confidence, verdict_true == labels.astype(bool))

@@ -11,16 +11,16 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows
 from verifier.management.lookup import kg_named
-from verifier.models import KnowledgeGraph
+from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple
 from verifier.structure import kge
+from verifier.structure.fitting import calibrate_structural
 from verifier.structure.training import TrainingError, request_training, train
 
 
 def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
     """Row-id triples of the dataset's own validation split (not in the KG), when the KG is a known dataset."""
-    from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows
-
     for dataset in DATASETS.values():
         if dataset.kg_name == kg.name and (settings.KGV_DATA_DIR / dataset.positives).is_file():
             in_kg = kg_triple_set(kg)
@@ -89,8 +89,6 @@ class Command(BaseCommand):
             + "; " + _calibration_line(calibration)))
 
     def _recalibrate(self, kg: KnowledgeGraph) -> None:
-        from verifier.models import StructuralModel
-        from verifier.structure.fitting import calibrate_structural
 
         row = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).order_by("-pk").first()
         if row is None:
@@ -103,6 +101,5 @@ class Command(BaseCommand):
 
     @staticmethod
     def _defaults(kg: KnowledgeGraph) -> dict:
-        from verifier.models import Entity, Triple
 
         return kge.default_config(Triple.objects.filter(kg=kg).count(), Entity.objects.filter(kg=kg).count()).to_dict()
