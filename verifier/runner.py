@@ -11,7 +11,6 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
-from decimal import Decimal
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -77,8 +76,8 @@ def _failure(error: Exception) -> str:
     return f"internal error ({type(error).__name__}: {error}); the worker log has the details"
 
 
-def _persist(run: Run, seq: int, step: AgentStep, prices) -> Step | None:
-    """Store one step with its evidence and add its tokens and cost to the run, in one transaction.
+def _persist(run: Run, seq: int, step: AgentStep) -> Step | None:
+    """Store one step with its evidence and add its tokens and cost to the run's, in one transaction.
 
     The counter UPDATE also tells whether a curator cancelled the run (it then matches no row): the
     step is not stored and None is returned.
@@ -86,7 +85,7 @@ def _persist(run: Run, seq: int, step: AgentStep, prices) -> Step | None:
     with transaction.atomic():
         prompt_tokens = run.prompt_tokens + step.prompt_tokens
         completion_tokens = run.completion_tokens + step.completion_tokens
-        cost = prices.cost(run.model, prompt_tokens, completion_tokens) if prices is not None else Decimal(0)
+        cost = run.cost_usd + step.cost_usd
         live = Run.objects.filter(pk=run.pk).exclude(status=Run.Status.CANCELLED).update(
             prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
         if not live:
@@ -94,7 +93,8 @@ def _persist(run: Run, seq: int, step: AgentStep, prices) -> Step | None:
         run.prompt_tokens, run.completion_tokens, run.cost_usd = prompt_tokens, completion_tokens, cost
         row = Step.objects.create(
             run=run, seq=seq, kind=step.kind, content=step.content, tool=step.tool, arguments=step.arguments,
-            prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, duration_ms=step.duration_ms,
+            prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, cost_usd=step.cost_usd,
+            duration_ms=step.duration_ms,
         )
         # Keys are stable within the run: an item seen again keeps its first row (ignore_conflicts).
         SupportItem.objects.bulk_create([
@@ -225,14 +225,13 @@ def sweep_stalled_runs() -> list[int]:
 
 def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
     seq, final, memories_recorded = 0, None, False
-    prices = getattr(investigation.llm, "prices", None)
     for step in investigation.steps():
         if not memories_recorded:
             RunMemory.objects.bulk_create([RunMemory(run=run, entry_id=m.id, similarity=m.similarity, rank=rank)
                                            for rank, m in enumerate(investigation.memories, start=1)])
             memories_recorded = True
         seq += 1
-        row = _persist(run, seq, step, prices)
+        row = _persist(run, seq, step)
         if row is None:  # cancelled
             return None
         if on_step is not None:

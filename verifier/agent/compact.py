@@ -32,9 +32,10 @@ from verifier.agent.brief import CALLS as BRIEF_CALLS
 from verifier.agent.brief import BriefWriter, gather
 from verifier.agent.parsing import FinalAnswer, ParseError, Plan, cited_keys, parse_plan, parse_step
 from verifier.agent.port import EvidenceItem
-from verifier.agent.steps import AgentStep
+from verifier.agent.steps import AgentStep, spent
 
 if TYPE_CHECKING:
+    from verifier.agent.llm import Completion
     from verifier.agent.loop import Investigation
 
 JUDGMENTS = ("supports", "contradicts", "silent")
@@ -43,15 +44,15 @@ PLAN_TOKENS = 90
 READING_TOKENS = 4
 
 
-def judge_sentence(inv: Investigation, item: EvidenceItem) -> tuple[str, int, int]:
-    """(judgment, prompt tokens, completion tokens) of one sentence against the claim."""
+def judge_sentence(inv: Investigation, item: EvidenceItem) -> tuple[str, Completion]:
+    """The judgment of one sentence against the claim, and the call that gave it."""
     messages = [{"role": "system", "content": prompts.READING_SYSTEM},
                 {"role": "user", "content": prompts.reading_prompt(inv.claim, item.text, item.payload.get("title", ""))}]
     grammar = prompts.READING_GRAMMAR if inv.config.use_grammar else None
     completion = inv.llm.complete(messages, grammar=grammar, max_tokens=READING_TOKENS, temperature=0)
     word = completion.text.strip().lower()
     judgment = next((j for j in JUDGMENTS if word.startswith(j[:5])), "silent")
-    return judgment, completion.prompt_tokens, completion.completion_tokens
+    return judgment, completion
 
 
 def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
@@ -64,13 +65,13 @@ def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
     started = time.perf_counter()
     gathered = gather(claim, inv.tools.call, set(inv.tools.names))
     sentences = gathered.results.pop("Read_Sentences", [])
-    judged, prompt_tokens, completion_tokens = [], 0, 0
+    judged, calls = [], []
     for item in (sentences[0].items if sentences else []):
         if not judge:
             judged.append((item, ""))
             continue
-        judgment, used_in, used_out = judge_sentence(inv, item)
-        prompt_tokens, completion_tokens = prompt_tokens + used_in, completion_tokens + used_out
+        judgment, completion = judge_sentence(inv, item)
+        calls.append(completion)
         judged.append((EvidenceItem(item.kind, item.text, {**item.payload, "judgment": judgment}, item.source,
                                     display=item.display), judgment))
     writer = BriefWriter(claim, inv.support)
@@ -78,8 +79,8 @@ def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
     inv.brief_digest = writer.digest
     for call in gathered.calls:
         inv.done_calls[call.casefold()] = [i.key for i in writer.items]
-    yield AgentStep("observation", inv.brief_text, tool="Evidence_Brief", items=writer.items, prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+    yield AgentStep("observation", inv.brief_text, tool="Evidence_Brief", items=writer.items, **spent(*calls),
+                    duration_ms=int((time.perf_counter() - started) * 1000))
 
 
 def weigh_brief(inv: Investigation) -> Iterator[AgentStep]:
@@ -105,8 +106,7 @@ def _plan(inv: Investigation, messages: list[dict]) -> Generator[AgentStep, None
     plan = parse_plan(completion.text)
     inv.impression, inv.plan_text = plan.impression, completion.text.strip()
     messages += [ask, {"role": "assistant", "content": inv.plan_text}]
-    yield AgentStep("plan", inv.plan_text, prompt_tokens=completion.prompt_tokens,
-                    completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+    yield AgentStep("plan", inv.plan_text, **spent(completion), duration_ms=int((time.perf_counter() - started) * 1000))
     return plan
 
 
@@ -150,16 +150,14 @@ def investigate(inv: Investigation) -> Iterator[AgentStep]:
         try:
             parsed = parse_step(text)
         except ParseError as error:
-            yield AgentStep("thought", text or "(empty reply)", prompt_tokens=completion.prompt_tokens,
-                            completion_tokens=completion.completion_tokens)
+            yield AgentStep("thought", text or "(empty reply)", **spent(completion))
             yield from inv.observe(messages, text, f"Format error: {error} {prompts.claim_reminder(inv.claim)}")
             continue
         if parsed.final is not None:
             if (yield from inv.conclude(messages, completion, started, text, parsed)):
                 return
             continue
-        yield AgentStep("thought", parsed.thought, prompt_tokens=completion.prompt_tokens,
-                        completion_tokens=completion.completion_tokens, duration_ms=int((time.perf_counter() - started) * 1000))
+        yield AgentStep("thought", parsed.thought, **spent(completion), duration_ms=int((time.perf_counter() - started) * 1000))
         observation = yield from inv.act(parsed.tool, parsed.arguments)
         inv.remember(messages, text, f"{trimmed(observation)}\n{prompts.claim_reminder(inv.claim)}")
         if inv.repeats:  # a small model that repeats a call has run out of questions: more steps only repeat it again

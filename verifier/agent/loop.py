@@ -19,7 +19,7 @@ from verifier.agent import compact, prompts
 from verifier.agent.llm import LLM, Completion
 from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_plan, parse_step
 from verifier.agent.port import Tools
-from verifier.agent.steps import AgentStep, Claim, Memory
+from verifier.agent.steps import AgentStep, Claim, Memory, spent
 from verifier.agent.support import SupportSet
 from verifier.agent.weighing import Weigher, decided, evidence_from, probe_logit, summary
 
@@ -100,8 +100,7 @@ def _check_setting(name: str, value, kind: str) -> None:
 
 
 def _step_from(kind: str, completion: Completion, started: float, content: str) -> AgentStep:
-    return AgentStep(kind, content, prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
-                     duration_ms=int((time.perf_counter() - started) * 1000))
+    return AgentStep(kind, content, **spent(completion), duration_ms=int((time.perf_counter() - started) * 1000))
 
 
 class Investigation:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from decimal import Decimal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from verifier.agent.llm import Completion
 
 StepKind = Literal["plan", "thought", "action", "observation", "verdict"]
 Verdict = Literal["correct", "incorrect", "not_enough_evidence"]
@@ -29,6 +33,7 @@ class AgentStep:
     arguments: dict = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)  # of the model calls behind the step, by the endpoint's price table
     duration_ms: int = 0
     items: list[KeyedItem] = field(default_factory=list)  # observation: the evidence it brought
     # verdict only:
@@ -38,6 +43,13 @@ class AgentStep:
     forced: bool = False  # reached by mandatory judgment (or a fallback), not by the model finishing
     confidence: float | None = None  # probability that the verdict is right, when the mode knows one
     assessment: dict = field(default_factory=dict)  # the weighed evidence behind the confidence (agent mode)
+
+
+def spent(*completions: Completion) -> dict:
+    """The tokens and cost of the model calls behind one step, as AgentStep's keyword arguments."""
+    return {"prompt_tokens": sum(c.prompt_tokens for c in completions),
+            "completion_tokens": sum(c.completion_tokens for c in completions),
+            "cost_usd": sum((c.cost_usd for c in completions), Decimal(0))}
 
 
 @dataclass(frozen=True)

@@ -142,8 +142,8 @@ class TaskBulkResultSerializer(serializers.Serializer):
 class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = Step
-        fields = ["id", "seq", "kind", "content", "tool", "arguments", "prompt_tokens", "completion_tokens", "duration_ms",
-                  "created_at"]
+        fields = ["id", "seq", "kind", "content", "tool", "arguments", "prompt_tokens", "completion_tokens", "cost_usd",
+                  "duration_ms", "created_at"]
         read_only_fields = fields
 
 

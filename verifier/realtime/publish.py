@@ -40,6 +40,7 @@ def step_payload(step: Step) -> dict:
         "arguments": step.arguments,
         "prompt_tokens": step.prompt_tokens,
         "completion_tokens": step.completion_tokens,
+        "cost_usd": str(step.cost_usd),
         "duration_ms": step.duration_ms,
         "created_at": step.created_at.isoformat() if step.created_at else None,
         "html": render_to_string("verifier/run_step.html", {"step": step}),

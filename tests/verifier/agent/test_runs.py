@@ -222,6 +222,9 @@ def test_tokens_and_cost_add_up_step_by_step(task):
     assert seen[0][0] > 0 and seen[-1][0] == run.prompt_tokens > seen[0][0]  # the run's counters grow as steps land
     assert run.cost_usd == Decimal(run.prompt_tokens * 1 + run.completion_tokens * 2)
     assert seen[0][2] == Decimal(seen[0][0] + 2 * seen[0][1])
+    steps = list(run.steps.all())  # each step carries the cost of its own model calls; tool steps cost nothing
+    assert all(s.cost_usd == Decimal(s.prompt_tokens + 2 * s.completion_tokens) for s in steps)
+    assert sum(s.cost_usd for s in steps) == run.cost_usd and any(s.cost_usd == 0 for s in steps)
 
 
 def test_a_cancelled_run_stores_no_further_step(task):
