@@ -11,7 +11,21 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from verifier.memory import encoder
-from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Run, StructuralModel
+from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel
+
+
+def standing_runs(task_ids) -> dict[int, int]:
+    """task id → the run that stands for it: its latest reviewed run (a reviewer's decision stays the task's
+    verdict until a reviewer decides again, whatever runs came after), else its latest succeeded run."""
+    latest: dict[int, int] = {}
+    reviewed = (Review.objects.filter(run__task_id__in=task_ids, run__status=Run.Status.SUCCEEDED).exclude(verdict="")
+                .order_by("-created_at", "-id").values_list("run__task_id", "run_id"))
+    for task_id, run_id in reviewed:
+        latest.setdefault(task_id, run_id)
+    finished = Run.objects.filter(task_id__in=task_ids, status=Run.Status.SUCCEEDED).order_by("-created_at", "-id")
+    for task_id, run_id in finished.values_list("task_id", "id"):
+        latest.setdefault(task_id, run_id)
+    return latest
 
 
 def tasks_in_flight(tasks) -> set[int]:

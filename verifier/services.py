@@ -111,8 +111,6 @@ class TaskBusy(ApplicationError):
 
 def cancel_run(*, run, actor=None) -> bool:
     """Stop a queued or running run: its worker stores no further step. False if it had already ended."""
-
-
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk).in_flight().update(
             status=Run.Status.CANCELLED, finished_at=timezone.now())

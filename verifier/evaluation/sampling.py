@@ -73,10 +73,10 @@ class NegativeSampler:
             return rng.sample(members, len(members))
         return (rng.choice(members) for _ in range(self.max_tries))
 
-    def corrupt(self, triple: Triple, rng: random.Random) -> Negative | None:
-        """A negative from ``triple`` (side chosen at random, the other tried next), or None."""
+    def corrupt(self, triple: Triple, rng: random.Random, *, sides: tuple[str, ...] = ("head", "tail")) -> Negative | None:
+        """A negative from ``triple`` (side chosen at random among ``sides``, the other tried next), or None."""
         head, relation, tail = triple
-        sides = ["head", "tail"]
+        sides = list(sides)
         rng.shuffle(sides)
         for side in sides:
             original = head if side == "head" else tail

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from verifier.errors import ApplicationError
 from verifier.models import Agreement, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
-from verifier.selectors import HEAVY_FIELDS
+from verifier.selectors import HEAVY_FIELDS, standing_runs
 
 MAX_SELECTION = 500
 
@@ -191,20 +191,6 @@ def _record(run: Run) -> RunRecord:
     )
 
 
-def _latest_finished_runs(task_ids: list[int]) -> dict[int, int]:
-    """task id → the run that stands for it: its latest reviewed run (a reviewer's decision stays the task's
-    verdict until a reviewer decides again, whatever runs came after), else its latest succeeded run."""
-    latest: dict[int, int] = {}
-    reviewed = (Review.objects.filter(run__task_id__in=task_ids, run__status=Run.Status.SUCCEEDED).exclude(verdict="")
-                .order_by("-created_at", "-id").values_list("run__task_id", "run_id"))
-    for task_id, run_id in reviewed:
-        latest.setdefault(task_id, run_id)
-    finished = Run.objects.filter(task_id__in=task_ids, status=Run.Status.SUCCEEDED).order_by("-created_at", "-id")
-    for task_id, run_id in finished.values_list("task_id", "id"):
-        latest.setdefault(task_id, run_id)
-    return latest
-
-
 def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = ()) -> Selection:
     """The records of the runs named directly and of the latest finished run of each task, in the order asked."""
     task_ids, run_ids = list(dict.fromkeys(task_ids)), list(dict.fromkeys(run_ids))
@@ -217,7 +203,7 @@ def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = ()) -> Sele
     if missing_tasks or missing_runs:
         named = [f"task {pk}" for pk in sorted(missing_tasks)] + [f"run {pk}" for pk in sorted(missing_runs)]
         raise SelectionError(f"not found: {', '.join(named)}")
-    latest = _latest_finished_runs(task_ids)
+    latest = standing_runs(task_ids)
     wanted = list(dict.fromkeys([*run_ids, *(latest[t] for t in task_ids if t in latest)]))
     runs = (
         Run.objects.filter(pk__in=wanted)

@@ -1,5 +1,6 @@
 """KGV's data model, split by topic: the KG, the verification path, memory and audit, evaluations."""
 
+from verifier.models.claims import Claim, ClaimPart
 from verifier.models.evaluation import Evaluation, EvaluationItem
 from verifier.models.kg import (
     EMBEDDING_DIMENSIONS,
@@ -32,6 +33,8 @@ __all__ = [
     "agreement",
     "latest_decisions",
     "AuditEvent",
+    "Claim",
+    "ClaimPart",
     "ConfidenceModel",
     "FitTriple",
     "HeldOutTriple",

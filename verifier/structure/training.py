@@ -85,20 +85,25 @@ def wait_for_model(kg: KnowledgeGraph, *, log=print, poll: float = 5.0) -> Struc
 def retrain_if_learnt(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> StructuralModel | None:
     """Newly queued triples that the KG's current model learnt (KG triples it was not trained without)
     make its scores about them worthless: queue a model trained without them."""
+    learnt = learnt_triples(kg, triples)
+    if not learnt:
+        return None
+    return request_training(kg, reason=f"{len(learnt)} newly queued triple(s) were in the training set")
+
+
+def learnt_triples(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> set[tuple[int, int, int]]:
+    """Those of ``triples`` (row ids) the KG's ready model was trained with."""
     model = StructuralModel.objects.ready_for(kg)
     if model is None or not triples:
-        return None
+        return set()
     wanted = set(triples)
     heads = {h for h, _, _ in wanted}
     in_kg = {t for t in Triple.objects.filter(kg=kg, head_id__in=heads).values_list("head_id", "relation_id", "tail_id")
              if t in wanted}
     if not in_kg:
-        return None
+        return set()
     held = set(HeldOutTriple.objects.filter(model=model, head_id__in=heads).values_list("head_id", "relation_id", "tail_id"))
-    learnt = in_kg - held
-    if not learnt:
-        return None
-    return request_training(kg, reason=f"{len(learnt)} newly queued triple(s) were in the training set")
+    return in_kg - held
 
 
 def _start(kg: KnowledgeGraph, row: StructuralModel | None) -> StructuralModel:

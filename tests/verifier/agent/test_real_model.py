@@ -46,3 +46,20 @@ def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
     probe = run.steps.filter(kind="thought").last().content
     assert probe.startswith("(verdict probe: ") and "returned no log-probabilities" not in probe
     assert (run.assessment["agent_logit"] is not None) == probe.startswith("(verdict probe: the model puts P(Correct)")
+
+
+def test_the_embedded_model_writes_a_claims_pseudo_subgraph_only_in_the_kgs_names(local_model, world_kg):
+    # ClaimPKG's constrained generation on llama.cpp: whatever a 135M model makes of the claim, every entity it writes
+    # is one the claim names (or an unknown) and every relation one the KG has, so the reply always maps to the KG.
+    from verifier.claims.service import decompose_claim, submit_claim
+    from verifier.models import Claim
+
+    llm = OpenAICompatibleLLM(local_model.url, "not-needed", "smollm2-135m", timeout=300, supports_grammar=True)
+    claim = decompose_claim(submit_claim(kg=world_kg, text="Douglas Adams was born in a city of the United Kingdom."), llm)
+    assert claim.status == Claim.Status.DECOMPOSED, claim.error
+    assert claim.subgraph and len(claim.subgraph) <= 2
+    relations = set(world_kg.relations.values_list("external_id", flat=True))
+    for row in claim.subgraph:
+        assert {row["head"], row["tail"]} <= {"Q42", "Q145"} | set(claim.resolution) | {
+            r["entity"] for r in claim.resolution.values()}
+        assert row["relation"] in relations and not row["negated"]

@@ -4,6 +4,8 @@ evaluation linked to its runs, optionally written as JSON, Markdown and charts (
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -11,14 +13,17 @@ from django.core.management.base import BaseCommand, CommandError
 from verifier import confidence
 from verifier.agent.loop import MODEL_FREE_MODES, MODES
 from verifier.agent.weighing import WEIGHED_MODES
+from verifier.claims import evaluation as claims_evaluation
+from verifier.errors import ApplicationError
 from verifier.evaluation import reports
 from verifier.evaluation.configs import parse_ablations
 from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.evaluation.runner import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
 from verifier.evaluation.workers import worker_pool
 from verifier.kg.loader import ImportRejected
-from verifier.models import Evaluation
-from verifier.structure.training import TrainingError, wait_for_model
+from verifier.models import Evaluation, KnowledgeGraph
+from verifier.structure.training import TrainingError, learnt_triples, train, wait_for_model
+from verifier.wiring import build_llm
 
 
 def find_evaluation(key: str) -> Evaluation:
@@ -41,7 +46,8 @@ class Command(BaseCommand):
     help = "Evaluate a configuration of the agent (or a baseline) on a benchmark; resumable."
 
     def add_arguments(self, parser):
-        parser.add_argument("--benchmark", help="codex-s | fb15k-237 | a CSV/TSV file of triples (with --kg)")
+        parser.add_argument("--benchmark", help="codex-s | fb15k-237 | a CSV/TSV file of triples (with --kg) | "
+                                                "a claims .jsonl (with --kg; manage.py claims_benchmark writes one)")
         parser.add_argument("--kg", help="the KG of a benchmark file (default: the dataset's own)")
         parser.add_argument("--n", type=int, default=100, help="labelled triples to draw (half true, half false)")
         parser.add_argument("--seed", type=int, default=0)
@@ -63,6 +69,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
+        if (options["benchmark"] or "").endswith(".jsonl"):
+            return claims_command(self, options)
         if options["resume"]:
             evaluation = find_evaluation(options["resume"])
             self.stdout.write(f"Resuming evaluation #{evaluation.pk} {evaluation.name}")
@@ -112,3 +120,46 @@ class Command(BaseCommand):
         if notes.get("drawn", 0) < notes.get("requested", 0):
             self.stdout.write(self.style.WARNING(f"only {notes['drawn']} of {notes['requested']} triples could be drawn: {notes}"))
         return evaluation
+
+
+CLAIM_MODES = ("agent", "evidence", "kge", "rules", "zero-shot")
+
+
+def claims_command(command: BaseCommand, options) -> None:
+    """``evaluate --benchmark claims.jsonl --kg codex-s``: claim verification (or the zero-shot baseline) on a
+    claims file, in this process, resumable (verifier/claims/evaluation.py)."""
+    if options["mode"] not in CLAIM_MODES:
+        raise CommandError(f"claims are evaluated with --mode {' | '.join(CLAIM_MODES)}")
+    kg = KnowledgeGraph.objects.filter(name=options["kg"] or "").first()
+    if kg is None or kg.version == 0:
+        raise CommandError("a claims benchmark needs --kg, a loaded KG")
+    from kgv_web.embedded_llm import provide_local_llm
+
+    provide_local_llm()  # every mode asks the model: for the pseudo-subgraph, or (zero-shot) for the verdict
+    path = Path(options["benchmark"])
+
+    def progress(index: int, total: int, result) -> None:
+        if not options["no_progress"]:
+            mark = "✓" if result.correct else "✗"
+            command.stdout.write(f"[{index}/{total}] line {result.line} {result.category or '-'}: {result.predicted} "
+                                 f"(expected {'supported' if result.label else 'refuted'}) {mark} {result.seconds:.0f} s")
+    def unlearnt(parts: list[tuple[int, int, int]]) -> None:
+        if options["mode"] in MODEL_FREE_MODES:  # they rest on the structural model: train one if there is none
+            wait_for_model(kg, log=command.stdout.write)
+        if learnt := learnt_triples(kg, parts):
+            command.stdout.write(f"{len(learnt)} part(s) are KG facts the structural model was trained with: "
+                                 f"training one without them first…")
+            train(kg)
+    try:
+        results = claims_evaluation.evaluate(kg, path, mode=options["mode"], llm=build_llm(), progress=progress,
+                                             before_runs=unlearnt)
+    except (ApplicationError, TrainingError) as exc:
+        raise CommandError(str(exc)) from None
+    figures = claims_evaluation.summary(results)
+    command.stdout.write(claims_evaluation.table(figures, title=f"{options['mode']} on {path.name} ({kg.name})"))
+    if options["out"]:
+        options["out"].mkdir(parents=True, exist_ok=True)
+        target = options["out"] / f"claims-{options['mode']}.json"
+        target.write_text(json.dumps({"benchmark": str(path), "kg": kg.name, "mode": options["mode"], **figures,
+                                      "claims": [asdict(r) for r in results]}, indent=2))
+        command.stdout.write(f"Wrote {target}")
