@@ -46,3 +46,11 @@ def deliver_webhook(delivery_id: int) -> None:
 def deliver_due_webhooks() -> int:
     """Webhook deliveries whose retry is due (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
     return deliver_due()
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.verify_claim")
+def verify_claim(claim_id: int) -> str:
+    """Decompose a claim and queue its parts' runs."""
+    from verifier.claims.service import verify_claim_now  # it imports this module: resolved when run
+
+    return verify_claim_now(claim_id).status

@@ -19,6 +19,8 @@ class ScriptedInvestigator:
         messages = body.get("messages") or []
         system = messages[0].get("content", "") if messages else ""
         text = prompt_text(body)
+        if system.startswith("You rewrite a claim"):
+            return self.pseudo_subgraph(messages[-1].get("content", ""))
         match = re.search(r"^In words: (.*)$", text, re.MULTILINE)
         head, *_, tail = match.group(1).split(" — ") if match else ("the head", "the tail")
         if system.startswith("You are a verification strategist"):
@@ -33,3 +35,12 @@ class ScriptedInvestigator:
         cite = f"[{keys[0]}]" if keys else ""
         return (f"Thought: The evidence {cite} settles it.\n"
                 f"Final Answer: [{self.verdict}] Because the retrieved facts {cite} connect {head} and {tail}.")
+
+    @staticmethod
+    def pseudo_subgraph(prompt: str) -> str:
+        """The claim's first two named entities, in the claim's order, joined by the first relation offered."""
+        claim = prompt.rsplit("Claim: ", 1)[-1]
+        named = re.search(r"names them: (.*)$", prompt, re.MULTILINE).group(1).split(", ")
+        relation = re.search(r"^Relations:\n- ([^:\n]+)", prompt, re.MULTILINE).group(1)
+        first, second = sorted(named, key=claim.find)[:2]
+        return f"{first} || {relation} || {second}"

@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
-from verifier.api import views, webhooks
+from verifier.api import claims, views, webhooks
 
 app_name = "api"
 
@@ -22,6 +22,7 @@ router.register("memory", views.MemoryViewSet, basename="memory")
 router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
 router.register("audit", views.AuditEventViewSet, basename="audit")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
+router.register("claims", claims.ClaimViewSet, basename="claim")
 
 urlpatterns = [
     *router.urls,

@@ -3,9 +3,11 @@ runs, and the claim's verdict from its parts' standing runs (verifier/claims/ver
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import transaction
 
-from verifier.agent.llm import LLM
+from verifier.agent.llm import LLM, LLMError
 from verifier.claims.decompose import Decomposition, decompose
 from verifier.claims.resolve import Resolution, resolve
 from verifier.claims.subgraph import NEGATION, SEPARATOR, SubgraphError, is_unknown
@@ -14,6 +16,8 @@ from verifier.errors import ApplicationError
 from verifier.models import Claim, ClaimPart, KnowledgeGraph, Run, VerificationTask
 from verifier.selectors import standing_runs, tasks_in_flight
 from verifier.services import record_audit, start_run
+from verifier.tasks import verify_claim
+from verifier.wiring import build_llm
 
 MAX_CLAIM_CHARS = 1000
 
@@ -34,6 +38,40 @@ def submit_claim(*, kg: KnowledgeGraph, text: str, actor=None, source: str = "",
     claim = Claim.objects.create(kg=kg, text=text, source=source[:500], category=category, expected_label=expected_label,
                                  created_by=actor if getattr(actor, "is_authenticated", False) else None)
     record_audit(actor=actor, action="claim.submit", obj=claim, after={"text": text})
+    return claim
+
+
+def queue_claim(claim: Claim) -> None:
+    """A worker decomposes the claim and starts its parts' runs once the transaction commits."""
+    transaction.on_commit(lambda: verify_claim.delay(claim.pk))
+
+
+def verify_claim_now(claim_id: int, *, llm: LLM | None = None) -> Claim:
+    """What the worker does for a queued claim: decompose it with the configured model, then queue a run per part.
+    A model that cannot be reached fails the claim with the reason (retry it from its page)."""
+    claim = Claim.objects.select_related("kg").get(pk=claim_id)
+    if claim.status != Claim.Status.PENDING:
+        return claim
+    try:
+        claim = decompose_claim(claim, llm or build_llm())
+    except (LLMError, RuntimeError) as error:
+        Claim.objects.filter(pk=claim.pk).update(status=Claim.Status.FAILED, error=f"the model could not be asked: {error}")
+        claim.refresh_from_db()
+        return claim
+    if claim.status == Claim.Status.DECOMPOSED:
+        start_part_runs(claim, actor=claim.created_by)
+    return claim
+
+
+def retry_claim(*, claim: Claim, actor=None) -> Claim:
+    """A failed claim goes back to pending and is queued again."""
+    if claim.status != Claim.Status.FAILED:
+        raise ClaimError(f"claim {claim.pk} is {claim.status}: only a failed claim is retried")
+    with transaction.atomic():
+        Claim.objects.filter(pk=claim.pk).update(status=Claim.Status.PENDING, error="")
+        record_audit(actor=actor, action="claim.retry", obj=claim, before={"error": claim.error})
+        queue_claim(claim)
+    claim.refresh_from_db()
     return claim
 
 
@@ -103,25 +141,46 @@ def part_text(row: dict) -> str:
             f"{SEPARATOR}{row['tail_label']}")
 
 
-def outcome(claim: Claim) -> ClaimVerdict:
-    """The claim's verdict now: its parts' standing runs (a reviewer's decision counts as certain)."""
-    if claim.status != Claim.Status.DECOMPOSED:
-        return claim_verdict([])
-    parts = {p.seq: p for p in claim.parts.all()}
-    standing = standing_runs([p.task_id for p in parts.values()])
+@dataclass
+class PartView:
+    """One triple of a claim's pseudo-subgraph as the page and the API show it."""
+
+    row: dict  # the subgraph entry (names, ids, unknowns, negation)
+    part: ClaimPart | None  # None: an unknown of it was not resolved
+    run: Run | None  # the run that stands for its task, else its latest run (queued, running, failed)
+    outcome: PartOutcome
+
+
+def parts_of(claim: Claim) -> list[PartView]:
+    """The claim's triples with their tasks' runs: the standing run (a reviewer's decision counts as certain),
+    else the latest one, so a part in flight shows as such."""
+    parts = {p.seq: p for p in claim.parts.select_related("task")}
+    task_ids = [p.task_id for p in parts.values()]
+    standing = standing_runs(task_ids)
+    latest = {}
+    for run in Run.objects.filter(task_id__in=task_ids).order_by("-created_at", "-id"):
+        latest.setdefault(run.task_id, run)
     runs = Run.objects.in_bulk(list(standing.values()))
-    outcomes = []
-    for row in claim.subgraph:
+    reviewed = set(Run.objects.filter(pk__in=list(standing.values()), reviews__isnull=False).exclude(
+        reviews__verdict="").values_list("pk", flat=True))
+    views = []
+    for row in claim.subgraph if claim.status == Claim.Status.DECOMPOSED else []:
         part = parts.get(row["part"]) if row["part"] else None
         if part is None:
-            outcomes.append(PartOutcome(part_text(row), row["negated"], "", None, resolved=False))
+            views.append(PartView(row, None, None, PartOutcome(part_text(row), row["negated"], "", None, resolved=False)))
             continue
         run = runs.get(standing.get(part.task_id))
         if run is None:
-            outcomes.append(PartOutcome(part_text(row), part.negated, "", None))
+            views.append(PartView(row, part, latest.get(part.task_id), PartOutcome(part_text(row), part.negated, "", None)))
             continue
         final = run.final_verdict()
-        confidence = 1.0 if final != run.verdict or run.reviews.exclude(verdict="").exists() else run.confidence
+        confidence = 1.0 if run.pk in reviewed else run.confidence
         cited = tuple(run.support_items.filter(cited=True).order_by("key").values_list("key", flat=True))
-        outcomes.append(PartOutcome(part_text(row), part.negated, final, confidence, cited=cited, run_id=run.pk))
-    return claim_verdict(outcomes)
+        views.append(PartView(row, part, run, PartOutcome(part_text(row), part.negated, final, confidence, cited=cited,
+                                                          run_id=run.pk)))
+    return views
+
+
+def outcome(claim: Claim, parts: list[PartView] | None = None) -> ClaimVerdict:
+    """The claim's verdict now, from its parts (verifier/claims/verdict.py)."""
+    return claim_verdict([view.outcome for view in (parts if parts is not None else parts_of(claim))])

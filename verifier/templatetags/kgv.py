@@ -17,7 +17,7 @@ register = template.Library()
 
 # Navigation areas by path prefix; the queue is the home page, and a run or task is opened from it.
 SECTIONS = (("/memory/", "memory"), ("/evaluations/", "evaluations"), ("/audit/", "audit"), ("/webhooks/", "webhooks"),
-            ("/entities/", "entities"), ("/reviewers/", "reviewers"), ("/api/", "api"), ("/runs/", "queue"),
+            ("/entities/", "entities"), ("/claims/", "claims"), ("/reviewers/", "reviewers"), ("/api/", "api"), ("/runs/", "queue"),
             ("/tasks/", "queue"), ("/import/", "queue"))
 
 

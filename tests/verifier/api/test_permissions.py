@@ -69,6 +69,11 @@ ENDPOINTS = [
     Endpoint("webhook detail", "get", "admin", 200, lambda o: reverse("api:webhook-detail", args=[o["webhook"].pk])),
     Endpoint("webhook test", "post", "admin", 200, lambda o: reverse("api:webhook-test", args=[o["webhook"].pk])),
     Endpoint("webhook deliveries", "get", "admin", 200, lambda o: reverse("api:webhook-deliveries", args=[o["webhook"].pk])),
+    Endpoint("claim list", "get", "viewer", 200, lambda o: reverse("api:claim-list") + "?status=failed"),
+    Endpoint("claim submit", "post", "curator", 201, lambda o: reverse("api:claim-list"),
+             lambda o: {"kg": o["kg"].pk, "text": "Douglas Adams was born in Cambridge."}),
+    Endpoint("claim detail", "get", "viewer", 200, lambda o: reverse("api:claim-detail", args=[o["claim"].pk])),
+    Endpoint("claim retry", "post", "curator", 200, lambda o: reverse("api:claim-retry", args=[o["claim"].pk])),
     Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
     Endpoint("schema", "get", "viewer", 200, lambda o: reverse("api:schema")),
     Endpoint("docs", "get", "viewer", 200, lambda o: reverse("api:docs")),
@@ -79,7 +84,7 @@ ENDPOINTS = [
 def objects(verified):
     from tests.http_fixtures import refused_url
     from tests.verifier.exports.verified_runs import make_task
-    from verifier.models import AuditEvent, Evaluation, Webhook
+    from verifier.models import AuditEvent, Claim, Evaluation, Webhook
 
     other = make_task(verified["kg"], tail="Q90")  # its run in flight leaves verified["task"] free to start
     queued = Run.objects.create(task=other, status=Run.Status.QUEUED)
@@ -87,7 +92,10 @@ def objects(verified):
     evaluation = Evaluation.objects.create(name="permissions", kg=verified["kg"], benchmark="codex-s", sample_size=2)
     rerun = Run.objects.create(task=verified["run"].task, status=Run.Status.FAILED, error="the model endpoint is down")
     webhook = Webhook.objects.create(url=refused_url() + "/hook")  # a test delivery fails fast, and is answered 200
-    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "rerun": rerun, "webhook": webhook}
+    claim = Claim.objects.create(kg=verified["kg"], text="A claim whose model was down.", status=Claim.Status.FAILED,
+                                 error="the model could not be asked")
+    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "rerun": rerun, "webhook": webhook,
+            "claim": claim}
 
 
 def call(client: APIClient, endpoint: Endpoint, objects):

@@ -1,0 +1,111 @@
+"""Claims in plain language over the API: submit (curator; a worker decomposes the claim and starts a run per part),
+list, read with the pseudo-subgraph, each part's task and run, and the claim's verdict; retry a failed claim."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from verifier.claims.service import (
+    MAX_CLAIM_CHARS,
+    ClaimError,
+    outcome,
+    parts_of,
+    queue_claim,
+    retry_claim,
+    submit_claim,
+)
+from verifier.models import Claim, KnowledgeGraph
+
+
+class ClaimCreateSerializer(serializers.Serializer):
+    kg = serializers.PrimaryKeyRelatedField(queryset=KnowledgeGraph.objects.filter(kind=KnowledgeGraph.Kind.LOCAL, version__gt=0))
+    text = serializers.CharField(max_length=MAX_CLAIM_CHARS)
+    category = serializers.ChoiceField(choices=Claim.Category.choices, required=False, allow_blank=True, default="")
+    expected_label = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
+class ClaimSerializer(serializers.ModelSerializer):
+    verdict = serializers.SerializerMethodField(help_text="supported, refuted or open: from the parts' verdicts")
+    confidence = serializers.SerializerMethodField(help_text="probability that the verdict is right (null: unknown)")
+    justification = serializers.SerializerMethodField()
+    parts = serializers.SerializerMethodField(help_text="each triple of the pseudo-subgraph, its task and its run")
+
+    class Meta:
+        model = Claim
+        fields = ["id", "kg", "text", "status", "error", "category", "expected_label", "source", "model", "written",
+                  "resolution", "parts", "verdict", "confidence", "justification", "created_at"]
+        read_only_fields = fields
+
+    def _parts(self, claim: Claim):
+        cache = self.context.setdefault("parts", {})
+        if claim.pk not in cache:
+            cache[claim.pk] = parts_of(claim)
+        return cache[claim.pk]
+
+    def get_verdict(self, claim: Claim) -> str:
+        return outcome(claim, self._parts(claim)).verdict
+
+    def get_confidence(self, claim: Claim) -> float | None:
+        return outcome(claim, self._parts(claim)).confidence
+
+    def get_justification(self, claim: Claim) -> str:
+        return outcome(claim, self._parts(claim)).justification
+
+    def get_parts(self, claim: Claim) -> list[dict]:
+        return [{**view.row, "task": view.part.task_id if view.part else None,
+                 "run": view.run.pk if view.run else None, "run_status": view.run.status if view.run else "",
+                 "triple_verdict": view.outcome.verdict, "triple_confidence": view.outcome.confidence,
+                 "state": view.outcome.state} for view in self._parts(claim)]
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("kg", int), OpenApiParameter("status", str, enum=Claim.Status.values),
+    OpenApiParameter("q", str, description="search in the claim's text")]))
+class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = Claim.objects.all()
+    serializer_class = ClaimSerializer
+
+    def get_queryset(self):
+        claims = Claim.objects.all()
+        params = self.request.query_params
+        if self.action == "list":
+            if kg := params.get("kg"):
+                if not kg.isdigit():
+                    raise exceptions.ValidationError({"kg": ["a knowledge-graph id"]})
+                claims = claims.filter(kg_id=int(kg))
+            if claim_status := params.get("status"):
+                if claim_status not in Claim.Status.values:
+                    raise exceptions.ValidationError({"status": [f"one of {', '.join(Claim.Status.values)}"]})
+                claims = claims.filter(status=claim_status)
+            if text := params.get("q", "").replace("\x00", ""):
+                claims = claims.filter(text__icontains=text)
+        return claims
+
+    @extend_schema(request=ClaimCreateSerializer, responses={201: ClaimSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        form = ClaimCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            with transaction.atomic():
+                claim = submit_claim(kg=data["kg"], text=data["text"], actor=request.user, source="api",
+                                     category=data["category"], expected_label=data["expected_label"])
+                queue_claim(claim)
+        except ClaimError as error:
+            raise exceptions.ValidationError({"text": [str(error)]}) from None
+        return Response(ClaimSerializer(claim).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: ClaimSerializer})
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk=None) -> Response:
+        """Queue a failed claim again (its model could not be asked, or its reply was no pseudo-subgraph)."""
+        try:
+            claim = retry_claim(claim=self.get_object(), actor=request.user)
+        except ClaimError as error:
+            raise exceptions.ValidationError({"status": [str(error)]}) from None
+        return Response(ClaimSerializer(claim).data)

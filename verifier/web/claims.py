@@ -1,0 +1,128 @@
+"""The claims pages: paste claims in plain language (one per line; curators), follow each one — its pseudo-subgraph
+with the unknowns marked and how they were resolved, each part's run, the claim's verdict — and retry a failed one.
+The API offers the same (``/api/claims/``); both write through verifier.claims.service."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from verifier.claims.service import (
+    MAX_CLAIM_CHARS,
+    ClaimError,
+    outcome,
+    parts_of,
+    queue_claim,
+    retry_claim,
+    submit_claim,
+)
+from verifier.models import Claim, KnowledgeGraph
+from verifier.roles import CURATOR, VIEWER, has_role, role_required
+
+MAX_CLAIMS_PER_SUBMISSION = 50
+LISTED = 100
+
+
+class ClaimsForm(forms.Form):
+    kg = forms.ModelChoiceField(queryset=KnowledgeGraph.objects.none(), label="Graph", empty_label=None)
+    claims = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "placeholder": "One claim per line, e.g. "
+                                                          "“Douglas Adams was born in a city of the United Kingdom.”"}),
+                             max_length=MAX_CLAIMS_PER_SUBMISSION * (MAX_CLAIM_CHARS + 1))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kg"].queryset = KnowledgeGraph.objects.filter(kind=KnowledgeGraph.Kind.LOCAL, version__gt=0).order_by("name")
+
+    def clean_claims(self) -> list[str]:
+        lines = [" ".join(line.split()) for line in self.cleaned_data["claims"].replace("\x00", "").splitlines()]
+        lines = [line for line in lines if line]
+        if not lines:
+            raise forms.ValidationError("Write at least one claim.")
+        if len(lines) > MAX_CLAIMS_PER_SUBMISSION:
+            raise forms.ValidationError(f"At most {MAX_CLAIMS_PER_SUBMISSION} claims at a time (these are {len(lines)}).")
+        long = [n for n, line in enumerate(lines, start=1) if len(line) > MAX_CLAIM_CHARS]
+        if long:
+            raise forms.ValidationError(f"Claim {long[0]} has more than {MAX_CLAIM_CHARS} characters: split it.")
+        return lines
+
+
+def _list_page(request: HttpRequest, form: ClaimsForm, status: int = 200) -> HttpResponse:
+    claims = list(Claim.objects.select_related("kg")[:LISTED])
+    rows = [(claim, outcome(claim)) for claim in claims]
+    return render(request, "verifier/claim_list.html", {"form": form, "rows": rows}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(VIEWER)
+def claim_list(request: HttpRequest) -> HttpResponse:
+    """GET: the latest claims and their verdicts. POST (curator): submit claims, one per line."""
+    if request.method == "GET":
+        return _list_page(request, ClaimsForm())
+    if not has_role(request.user, CURATOR):
+        return _list_page(request, ClaimsForm(), status=403)
+    form = ClaimsForm(request.POST)
+    if not form.is_valid():
+        return _list_page(request, form, status=400)
+    try:
+        with transaction.atomic():
+            claims = [submit_claim(kg=form.cleaned_data["kg"], text=text, actor=request.user, source="workbench")
+                      for text in form.cleaned_data["claims"]]
+            for claim in claims:
+                queue_claim(claim)
+    except ClaimError as error:
+        form.add_error("claims", str(error))
+        return _list_page(request, form, status=400)
+    if len(claims) == 1:
+        return redirect(reverse("claim-detail", args=[claims[0].pk]))
+    messages.success(request, f"{len(claims)} claims queued: each is written as triples of the graph, then its parts are verified.")
+    return redirect(reverse("claim-list"))
+
+
+def _state(claim: Claim) -> dict:
+    parts = parts_of(claim)
+    verdict = outcome(claim, parts)
+    return {"claim": claim, "parts": parts, "verdict": verdict,
+            "settled": claim.status == Claim.Status.FAILED or (claim.status == Claim.Status.DECOMPOSED and verdict.verdict != "open"
+                                                              and not any(v.run and not v.run.is_finished for v in parts))}
+
+
+@require_GET
+@role_required(VIEWER)
+def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
+    claim = get_object_or_404(Claim.objects.select_related("kg"), pk=claim_id)
+    return render(request, "verifier/claim_detail.html", {**_state(claim)})
+
+
+@require_GET
+@role_required(VIEWER)
+def claim_state(request: HttpRequest, claim_id: int) -> HttpResponse:
+    """The claim page's live part (polled until the claim is settled): its status and its parts' panel as HTML."""
+    claim = get_object_or_404(Claim.objects.select_related("kg"), pk=claim_id)
+    state = _state(claim)
+    html = render(request, "verifier/claim_parts.html", state).content.decode()
+    return JsonResponse({"status": claim.status, "verdict": state["verdict"].verdict, "settled": state["settled"], "html": html})
+
+
+@require_POST
+@role_required(CURATOR)
+def claim_retry(request: HttpRequest, claim_id: int) -> HttpResponse:
+    claim = get_object_or_404(Claim, pk=claim_id)
+    try:
+        retry_claim(claim=claim, actor=request.user)
+        messages.success(request, f"Claim {claim.pk} queued again.")
+    except ClaimError as error:
+        messages.error(request, str(error))
+    return redirect(reverse("claim-detail", args=[claim.pk]))
+
+
+urlpatterns = [
+    path("claims/", claim_list, name="claim-list"),
+    path("claims/<int:claim_id>/", claim_detail, name="claim-detail"),
+    path("claims/<int:claim_id>/state/", claim_state, name="claim-state"),
+    path("claims/<int:claim_id>/retry/", claim_retry, name="claim-retry"),
+]
