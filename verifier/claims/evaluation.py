@@ -131,7 +131,8 @@ def _zero_shot(item: BenchmarkClaim, llm: LLM, use_grammar: bool) -> ClaimResult
 
 def evaluate(kg: KnowledgeGraph, path: Path, *, mode: str, llm: LLM, config: dict | None = None,
              progress: Callable[[int, int, ClaimResult], None] | None = None,
-             before_runs: Callable[[list[tuple[int, int, int]]], None] | None = None) -> list[ClaimResult]:
+             before_runs: Callable[[list[tuple[int, int, int]]], None] | None = None,
+             log: Callable[[str], None] | None = None) -> list[ClaimResult]:
     """Every claim of ``path``: all pseudo-subgraphs first, then ``before_runs`` with every part's triple (row ids;
     the caller makes sure no structural model that learnt a part scores it), then each claim's runs and verdict."""
     items = read_claims(path)
@@ -142,7 +143,11 @@ def evaluate(kg: KnowledgeGraph, path: Path, *, mode: str, llm: LLM, config: dic
             if progress is not None:
                 progress(index, len(items), results[-1])
         return results
-    decomposed = [_decomposed(kg, path, item, llm) for item in items]
+    decomposed = []
+    for index, item in enumerate(items, start=1):
+        decomposed.append(_decomposed(kg, path, item, llm))
+        if log is not None and (index % 10 == 0 or index == len(items)):
+            log(f"Pseudo-subgraphs written: {index}/{len(items)}")
     if before_runs is not None:
         before_runs(list(ClaimPart.objects.filter(claim__in=[c for c, _ in decomposed]).values_list(
             "head_id", "relation_id", "tail_id").distinct()))

@@ -152,7 +152,7 @@ def claims_command(command: BaseCommand, options) -> None:
             train(kg)
     try:
         results = claims_evaluation.evaluate(kg, path, mode=options["mode"], llm=build_llm(), progress=progress,
-                                             before_runs=unlearnt)
+                                             before_runs=unlearnt, log=command.stdout.write)
     except (ApplicationError, TrainingError) as exc:
         raise CommandError(str(exc)) from None
     figures = claims_evaluation.summary(results)
