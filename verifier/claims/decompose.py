@@ -2,7 +2,8 @@
 
 What a small model can get wrong is settled before it writes: the entities the claim mentions are found by name
 (every word span of the claim against the KG's labels and aliases) and given as the KG writes them; only the
-relations that bear on the claim are offered (the labels the claim uses verbatim, else the closest by meaning); NOT is
+relations that bear on the claim are offered (the labels the claim uses verbatim and the two closest by meaning, or
+the six closest); NOT is
 offered only when the claim says not, no, never or neither. On a llama.cpp endpoint a GBNF grammar keeps every name
 the model writes among those (an entity the claim does not name becomes unknown_i; with no entity found by name,
 every entity label of a KG of at most GRAMMAR_ENTITY_LIMIT entities) and writes at most one triple per entity
@@ -30,6 +31,7 @@ GRAMMAR_ENTITY_LIMIT = 5000
 MAX_SPAN_WORDS = 6
 MAX_TOKENS = 160
 RELATIONS_OFFERED = 6
+SIMILAR_ALSO_OFFERED = 2
 _WORD = re.compile(r"[\w'’.-]+", re.UNICODE)
 _NEGATION_CUE = re.compile(r"\b(not|no|never|neither|nor|none)\b|n't\b", re.IGNORECASE)
 
@@ -101,7 +103,8 @@ def _relations(kg: KnowledgeGraph) -> dict[str, tuple[Named, str]]:
 
 def offered_relations(kg: KnowledgeGraph, claim: str, limit: int = RELATIONS_OFFERED) -> list[str]:
     """The relation labels that bear on the claim: those it uses verbatim (a label inside a longer one it uses
-    is left out) if any, else the ``limit`` closest to the claim by meaning."""
+    is left out) and the SIMILAR_ALSO_OFFERED closest to the claim by meaning ("founded in" is no label), or with
+    no label used verbatim the ``limit`` closest."""
     lowered = f" {' '.join(_WORD.findall(claim.lower()))} "
     rows = list(Relation.objects.filter(kg=kg).values_list("label", "external_id", "embedding"))
     verbatim = [label for label, _, _ in rows if label and f" {label.lower()} " in lowered]
@@ -110,7 +113,7 @@ def offered_relations(kg: KnowledgeGraph, claim: str, limit: int = RELATIONS_OFF
     if embedded:
         query = encoder.encode_one(claim)
         embedded.sort(key=lambda pair: -float(query @ pair[1]))
-    return verbatim or [label for label, _ in embedded][:limit]
+    return [*verbatim, *(label for label, _ in embedded)][:len(verbatim) + SIMILAR_ALSO_OFFERED if verbatim else limit]
 
 
 def decompose(kg: KnowledgeGraph, claim: str, llm: LLM) -> Decomposition:

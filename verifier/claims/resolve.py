@@ -3,7 +3,10 @@
 An unknown is tied to named entities by the claim's triples ("Marie Curie || place of birth || unknown_1",
 "unknown_1 || country || Poland"). Every KG neighbour of those entities, in the right direction, is a candidate;
 its score is the sum, over the ties, of the best similarity between the claimed relation and a KG relation that
-links the candidate to that entity (label embeddings, cosine; at least MIN_RELATION_SIMILARITY). The best candidate resolves the unknown; an
+links the candidate to that entity (label embeddings, cosine; at least MIN_RELATION_SIMILARITY). A KG misses
+facts, so the structural model's PREDICTED likeliest entities for each tie (link prediction) are candidates too,
+scored by their probability where no KG edge ties them: a city the KG does not give as her birthplace, but which
+lies in Poland and which the model finds likely, beats every other Polish city. The best candidate resolves the unknown; an
 unknown tied only to other unknowns is resolved once they are. Denied triples ("NOT …") do not resolve anything:
 they are what is checked afterwards.
 """
@@ -17,9 +20,11 @@ import numpy as np
 
 from verifier.claims.decompose import Decomposition, Named
 from verifier.claims.subgraph import is_unknown
-from verifier.models import Entity, KnowledgeGraph, Relation, Triple
+from verifier.models import Entity, KnowledgeGraph, Relation, StructuralModel, Triple
+from verifier.structure import scoring
 
 CANDIDATES_KEPT = 3
+PREDICTED = 10
 # A KG relation this far from the claimed one (cosine of label embeddings) does not tie a candidate: "member of
 # sports team" must not resolve through "occupation".
 MIN_RELATION_SIMILARITY = 0.6
@@ -61,9 +66,19 @@ def _neighbours(entity: int, outgoing: bool) -> list[tuple[int, int]]:
     return list(Triple.objects.filter(tail_id=entity).values_list("relation_id", "head_id"))
 
 
+def _predictor(kg: KnowledgeGraph):
+    """(anchor pk, relation pk, side) → [(entity pk, probability)] from the KG's ready structural model, or None."""
+    model = StructuralModel.objects.ready_for(kg)
+    if model is None:
+        return None
+    network = scoring.loaded(model)
+    return lambda anchor, relation, side: network.predicted(anchor, relation, side, PREDICTED)
+
+
 def resolve(kg: KnowledgeGraph, decomposition: Decomposition) -> dict[str, Resolution]:
     """unknown_i → its Resolution, for every unknown of the pseudo-subgraph."""
     similarity = relation_similarity(kg)
+    predict = _predictor(kg)
     known: dict[str, Named] = dict(decomposition.entities)
     unknowns = list(dict.fromkeys(n for t in decomposition.triples for n in (t.head, t.tail) if is_unknown(n)))
     resolved: dict[str, Resolution] = {}
@@ -86,6 +101,10 @@ def resolve(kg: KnowledgeGraph, decomposition: Decomposition) -> dict[str, Resol
                     value = similarity.get(claimed, {}).get(relation, 0.0)
                     if neighbour != anchor.pk and value >= MIN_RELATION_SIMILARITY:
                         best[neighbour] = max(best.get(neighbour, 0.0), value)
+                if predict is not None:
+                    for entity, probability in predict(anchor.pk, claimed, "head" if unknown_is_head else "tail"):
+                        if entity != anchor.pk:
+                            best[entity] = max(best.get(entity, 0.0), probability)
                 for neighbour, value in best.items():
                     scores[neighbour] += value
             resolved[unknown] = _ranked(scores, len(ties))

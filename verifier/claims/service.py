@@ -126,12 +126,13 @@ def _parts(claim: Claim, decomposition: Decomposition, resolution: dict[str, Res
     return rows
 
 
-def start_part_runs(claim: Claim, *, config: dict | None = None, actor=None, queue: bool = True) -> list[Run]:
-    """A run for every part whose task has no standing verdict and no run in flight (a triple already verified
-    keeps its verdict: re-verify it from its own page)."""
+def start_part_runs(claim: Claim, *, config: dict | None = None, actor=None, queue: bool = True,
+                    rerun: bool = False) -> list[Run]:
+    """A run for every part whose task has no run in flight and no standing verdict (a triple already verified
+    keeps its verdict), or with ``rerun`` whatever verdict it has."""
     parts = list(claim.parts.select_related("task"))
     task_ids = [p.task_id for p in parts]
-    settled, busy = standing_runs(task_ids), tasks_in_flight(task_ids)
+    settled, busy = ({} if rerun else standing_runs(task_ids)), tasks_in_flight(task_ids)
     return [start_run(task=p.task, config=config, actor=actor, queue=queue)
             for p in dict((p.task_id, p) for p in parts).values() if p.task_id not in settled and p.task_id not in busy]
 

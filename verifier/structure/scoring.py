@@ -100,6 +100,18 @@ class LoadedModel:
             scores = self.network.predict_h(torch.tensor([[relation, anchor]]))
         return torch.log_softmax(scores[0], dim=0).numpy()
 
+    def predicted(self, anchor_row: int, relation_row: int, side: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` likeliest type-compatible entities (row ids) on ``side`` of (anchor, relation) and their
+        probabilities: link prediction, for an entity a claim describes without naming it."""
+        anchor, relation = self.index(entity_row=anchor_row), self.index(relation_row=relation_row)
+        if anchor is None or relation is None:
+            return []
+        log_probs = self.log_probs(anchor, relation, side)
+        pool = self.candidates(relation_row, side)
+        pool = pool[pool != anchor] if len(pool) else np.delete(np.arange(len(log_probs)), anchor)
+        best = pool[np.argsort(-log_probs[pool], kind="stable")[:k]]
+        return [(int(self.entity_rows[i]), float(np.exp(log_probs[i]))) for i in best]
+
     def candidates(self, relation_row: int, side: str) -> np.ndarray:
         """Indices of the type-compatible entities for the relation's tail (range) or head (domain)."""
         with self._lock:

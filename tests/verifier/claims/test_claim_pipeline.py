@@ -24,7 +24,8 @@ def test_the_claim_names_are_found_as_the_kg_writes_them(world_kg):
     found = mentioned_entities(world_kg, "Douglas Noel Adams, a Briton, was born in Cambridge.")
     assert [n.label for n in found] == ["Douglas Adams", "Cambridge"]
     assert [n.external_id for n in mentioned_entities(world_kg, "He moved from the UK to France")] == ["Q145", "Q142"]
-    assert offered_relations(world_kg, "Douglas Adams was educated at St John's College") == ["educated at"]
+    offered = offered_relations(world_kg, "Douglas Adams was educated at St John's College")
+    assert offered[0] == "educated at" and len(offered) == 3  # the label used, and the two closest by meaning
     assert "place of birth" in offered_relations(world_kg, "Douglas Adams was born in Cambridge", limit=3)
 
 

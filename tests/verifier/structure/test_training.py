@@ -152,3 +152,39 @@ def test_without_a_model_the_tool_says_why(towns):
                                    stage="training: epoch 40/120")
     message = StructuralEvidence(kg).plausibility("P1", "citizen_of", "C1").message
     assert "still training (40%: training: epoch 40/120)" in message
+
+
+def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(towns):
+    # "P3 was born in a town that lies in <P3's country>": the KG lost where P3 was born, so every town of that
+    # country ties alike through "located in"; the structural model's link prediction breaks the tie.
+    from verifier.claims.decompose import Decomposition, Named
+    from verifier.claims.resolve import resolve
+    from verifier.claims.subgraph import PseudoTriple
+    from verifier.models import Entity, Relation, Triple
+
+    kg, triples = towns
+    born = next(t for t in triples if t[0] == "P3" and t[1] == "born_in")
+    country = next(t[2] for t in triples if t[0] == "P3" and t[1] == "citizen_of")
+    Triple.objects.filter(kg=kg, head__external_id="P3", relation__external_id="born_in").delete()
+    towns_there = {t[0] for t in triples if t[1] == "located_in" and t[2] == country}
+    assert born[2] in towns_there
+
+    def named(model, external_id):
+        row = model.objects.get(kg=kg, external_id=external_id)
+        return Named(row.pk, row.external_id, row.label)
+
+    claim = Decomposition("", [PseudoTriple("Person P3", "born in", "unknown_1"),
+                               PseudoTriple("unknown_1", "located in", f"Country {country}")],
+                          {"Person P3": named(Entity, "P3"), f"Country {country}": named(Entity, country)},
+                          {"born in": named(Relation, "born_in"), "located in": named(Relation, "located_in")})
+    without_model = resolve(kg, claim)["unknown_1"]
+    assert without_model.entity.external_id in towns_there and without_model.score == 1.0  # four towns tie
+
+    train(kg, config=TINY)
+    model = scoring.loaded(StructuralModel.objects.ready_for(kg))
+    predicted = model.predicted(named(Entity, "P3").pk, named(Relation, "born_in").pk, "tail", 5)
+    assert len(predicted) == 5 and all(Entity.objects.get(pk=pk).external_id.startswith("T") for pk, _ in predicted)
+    assert [p for _, p in predicted] == sorted((p for _, p in predicted), reverse=True)
+    with_model = resolve(kg, claim)["unknown_1"]
+    assert with_model.entity.external_id in towns_there and with_model.score > 1.0  # the tie and the prediction
+    assert with_model.candidates[0][1] >= with_model.candidates[-1][1]

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("claim")
         parser.add_argument("--kg", default="codex-s")
         parser.add_argument("--mode", choices=CLAIM_MODES, default="agent", help="how each part is verified")
+        parser.add_argument("--rerun", action="store_true", help="verify parts that already have a verdict again")
 
     def handle(self, *args, **options):
         kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
@@ -44,7 +45,7 @@ class Command(BaseCommand):
             candidates = ", ".join(f"{label} ({score:.2f})" for _, label, score in found["candidates"]) or "none"
             self.stdout.write(f"{unknown} → {found['label'] or 'no entity of the KG'}; candidates: {candidates}")
         mode = options["mode"]
-        for run in start_part_runs(claim, config={"mode": mode}, queue=False):
+        for run in start_part_runs(claim, config={"mode": mode}, queue=False, rerun=options["rerun"]):
             run = execute_run(run.pk, llm=None if mode != "agent" else llm)
             status = run.get_verdict_display() if run.status == Run.Status.SUCCEEDED else f"{run.status}: {run.error}"
             self.stdout.write(f"Run {run.pk} ({run.task.head.label} — {run.task.relation.label} — {run.task.tail.label}): {status}")
