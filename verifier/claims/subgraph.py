@@ -70,17 +70,19 @@ def grammar(entity_names: Iterable[str], relation_labels: Iterable[str], *, nega
             parts: int = MAX_PARTS) -> str:
     """GBNF for a pseudo-subgraph of one to MAX_PARTS lines whose names are KG names or unknowns: a small model
     under it cannot write an entity or relation the KG does not have (ClaimPKG's constrained generation).
-    ``negation``: whether a line may start with NOT; ``parts``: at most this many lines (1..MAX_PARTS)."""
+    ``negation``: the claim says not, so the first line is a denied triple (NOT) and others may be; without it
+    no line is. ``parts``: at most this many lines (1..MAX_PARTS)."""
     entities = " | ".join(_literal(n) for n in sorted(set(entity_names)) if n.strip())
     relations = " | ".join(_literal(r) for r in sorted(set(relation_labels)) if r.strip())
-    not_ = f'("{NEGATION}")? '
     extra = min(max(parts, 1), MAX_PARTS) - 1
     optional = "".join(' ("\\n" triple' for _ in range(extra)) + ")?" * extra
-    return (f'root ::= triple{optional}\n'
-            f'triple ::= {not_ if negation else ""}entity "{SEPARATOR}" relation "{SEPARATOR}" entity\n'
-            f'entity ::= unknown{" | " + entities if entities else ""}\n'
-            f'unknown ::= "unknown_" [1-{MAX_PARTS}]\n'
-            f'relation ::= {relations}')
+    first = f'"{NEGATION}" fact' if negation else "fact"
+    triple = f'("{NEGATION}")? fact' if negation else "fact"
+    rules = [f"root ::= {first}{optional}", f"triple ::= {triple}" if extra else "",
+             f'fact ::= entity "{SEPARATOR}" relation "{SEPARATOR}" entity',
+             f'entity ::= unknown{" | " + entities if entities else ""}', f'unknown ::= "unknown_" [1-{MAX_PARTS}]',
+             f"relation ::= {relations}"]
+    return "\n".join(rule for rule in rules if rule)
 
 
 def parse(reply: str) -> list[PseudoTriple]:

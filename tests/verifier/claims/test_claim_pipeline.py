@@ -38,7 +38,7 @@ def test_a_multi_hop_claim_resolves_its_unknown_and_becomes_one_task_per_part(wo
     assert claim.status == Claim.Status.DECOMPOSED
     # Only the claim's entities (or unknowns), two lines at most, and no NOT: the claim does not say "not".
     assert '"Douglas Adams"' in grammar and '"United Kingdom"' in grammar and '"Paris"' not in grammar
-    assert grammar.startswith('root ::= triple ("\\n" triple)?\n') and "NOT" not in grammar
+    assert grammar.startswith('root ::= fact ("\\n" triple)?\n') and "NOT" not in grammar
     assert claim.resolution["unknown_1"]["entity"] == "Q350" and claim.resolution["unknown_1"]["ties"] == 2
     parts = [(p.head.external_id, p.relation.external_id, p.tail.external_id, p.tail_unknown or p.head_unknown)
              for p in claim.parts.select_related("head", "relation", "tail")]

@@ -26,9 +26,13 @@ def test_a_reply_that_is_not_a_pseudo_subgraph_says_which_line(reply, message):
 def test_the_grammar_quotes_every_name_and_bounds_the_lines():
     text = grammar(['The "Best" \\ Band', "Ulm"], ["place of birth"], negation=False, parts=2)
     assert 'entity ::= unknown | "The \\"Best\\" \\\\ Band" | "Ulm"' in text
-    assert text.splitlines()[0] == 'root ::= triple ("\\n" triple)?'
+    assert text.splitlines()[0] == 'root ::= fact ("\\n" triple)?'
     assert "NOT" not in text
-    assert '("NOT ")?' in grammar(["Ulm"], ["country"], parts=1)
+    # A claim that says "not" denies at least one triple: the first line is one, the others may be.
+    denied = grammar(["Ulm"], ["country"], parts=2).splitlines()
+    assert denied[:2] == ['root ::= "NOT " fact ("\\n" triple)?', 'triple ::= ("NOT ")? fact']
+    single = grammar(["Ulm"], ["country"], parts=1).splitlines()
+    assert single[:2] == ['root ::= "NOT " fact', 'fact ::= entity " || " relation " || " entity']
 
 
 def _part(verdict, confidence=0.8, negated=False, resolved=True):
