@@ -13,12 +13,14 @@ from rest_framework.response import Response
 from verifier.claims.service import (
     MAX_CLAIM_CHARS,
     ClaimError,
+    PartView,
     outcome,
     parts_of,
     queue_claim,
     retry_claim,
     submit_claim,
 )
+from verifier.claims.verdict import ClaimVerdict
 from verifier.models import Claim, KnowledgeGraph
 
 
@@ -41,26 +43,28 @@ class ClaimSerializer(serializers.ModelSerializer):
                   "resolution", "parts", "verdict", "confidence", "justification", "created_at"]
         read_only_fields = fields
 
-    def _parts(self, claim: Claim):
-        cache = self.context.setdefault("parts", {})
+    def _state(self, claim: Claim) -> tuple[list[PartView], ClaimVerdict]:
+        """The claim's parts and verdict, read once per claim and serialization."""
+        cache = self.context.setdefault("claim_states", {})
         if claim.pk not in cache:
-            cache[claim.pk] = parts_of(claim)
+            parts = parts_of(claim)
+            cache[claim.pk] = parts, outcome(claim, parts)
         return cache[claim.pk]
 
     def get_verdict(self, claim: Claim) -> str:
-        return outcome(claim, self._parts(claim)).verdict
+        return self._state(claim)[1].verdict
 
     def get_confidence(self, claim: Claim) -> float | None:
-        return outcome(claim, self._parts(claim)).confidence
+        return self._state(claim)[1].confidence
 
     def get_justification(self, claim: Claim) -> str:
-        return outcome(claim, self._parts(claim)).justification
+        return self._state(claim)[1].justification
 
     def get_parts(self, claim: Claim) -> list[dict]:
         return [{**view.row, "task": view.part.task_id if view.part else None,
                  "run": view.run.pk if view.run else None, "run_status": view.run.status if view.run else "",
                  "triple_verdict": view.outcome.verdict, "triple_confidence": view.outcome.confidence,
-                 "state": view.outcome.state} for view in self._parts(claim)]
+                 "state": view.outcome.state} for view in self._state(claim)[0]]
 
 
 @extend_schema_view(list=extend_schema(parameters=[

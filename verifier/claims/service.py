@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from verifier.agent.llm import LLM, LLMError
+from verifier.agent.llm import LLM
 from verifier.claims.decompose import Decomposition, decompose
 from verifier.claims.resolve import Resolution, resolve
 from verifier.claims.subgraph import NEGATION, SEPARATOR, SubgraphError, is_unknown
 from verifier.claims.verdict import ClaimVerdict, PartOutcome, claim_verdict
 from verifier.errors import ApplicationError
-from verifier.models import Claim, ClaimPart, KnowledgeGraph, Run, VerificationTask
+from verifier.models import Claim, ClaimPart, KnowledgeGraph, Run, SupportItem, VerificationTask
 from verifier.selectors import standing_runs, tasks_in_flight
 from verifier.services import record_audit, start_run
 from verifier.tasks import verify_claim
@@ -54,7 +54,7 @@ def verify_claim_now(claim_id: int, *, llm: LLM | None = None) -> Claim:
         return claim
     try:
         claim = decompose_claim(claim, llm or build_llm())
-    except (LLMError, RuntimeError) as error:
+    except RuntimeError as error:  # LLMError, or no endpoint configured
         Claim.objects.filter(pk=claim.pk).update(status=Claim.Status.FAILED, error=f"the model could not be asked: {error}")
         claim.refresh_from_db()
         return claim
@@ -164,6 +164,10 @@ def parts_of(claim: Claim) -> list[PartView]:
     runs = Run.objects.in_bulk(list(standing.values()))
     reviewed = set(Run.objects.filter(pk__in=list(standing.values()), reviews__isnull=False).exclude(
         reviews__verdict="").values_list("pk", flat=True))
+    cited: dict[int, list[str]] = {}
+    for run_id, key in SupportItem.objects.filter(run_id__in=list(standing.values()), cited=True).order_by(
+            "run_id", "key").values_list("run_id", "key"):
+        cited.setdefault(run_id, []).append(key)
     views = []
     for row in claim.subgraph if claim.status == Claim.Status.DECOMPOSED else []:
         part = parts.get(row["part"]) if row["part"] else None
@@ -176,9 +180,8 @@ def parts_of(claim: Claim) -> list[PartView]:
             continue
         final = run.final_verdict()
         confidence = 1.0 if run.pk in reviewed else run.confidence
-        cited = tuple(run.support_items.filter(cited=True).order_by("key").values_list("key", flat=True))
-        views.append(PartView(row, part, run, PartOutcome(part_text(row), part.negated, final, confidence, cited=cited,
-                                                          run_id=run.pk)))
+        views.append(PartView(row, part, run, PartOutcome(part_text(row), part.negated, final, confidence,
+                                                          cited=tuple(cited.get(run.pk, ())), run_id=run.pk)))
     return views
 
 

@@ -33,6 +33,20 @@ def private_broker():
     return url
 
 
+def _env(broker: str, model_url: str) -> dict:
+    """The environment of an evaluate command: the test database, a private broker, the scripted model."""
+    return {**os.environ, "DATABASE_URL": workers.test_database_url(), "REDIS_URL": broker, "LLM_BASE_URL": model_url,
+            "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0", "KGV_LOCAL_LLM": "off"}
+
+
+def _evaluate(path, kg, name: str, env: dict) -> subprocess.Popen:
+    """``manage.py evaluate`` of the 4-triple file, zero-shot, 4 at a time, in its own process group."""
+    command = [sys.executable, "manage.py", "evaluate", "--benchmark", str(path), "--kg", kg.name, "--n", "4",
+               "--mode", "zero-shot", "--concurrency", "4", "--name", name, "--no-progress"]
+    return subprocess.Popen(command, cwd=workers.PROJECT_DIR, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
 def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, tmp_path, private_broker):
     path = tmp_path / "resume.tsv"
     path.write_text(DATASET)
@@ -46,12 +60,8 @@ def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, 
         return ANSWER
 
     with ScriptedOpenAIServer(script) as server:
-        env = {**os.environ, "DATABASE_URL": workers.test_database_url(), "REDIS_URL": private_broker, "LLM_BASE_URL": server.url,
-               "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0", "KGV_LOCAL_LLM": "off"}
-        command = [sys.executable, "manage.py", "evaluate", "--benchmark", str(path), "--kg", world_kg.name, "--n", "4",
-                   "--mode", "zero-shot", "--concurrency", "4", "--name", "killed", "--no-progress"]
-        first = subprocess.Popen(command, cwd=workers.PROJECT_DIR, env=env, start_new_session=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        env = _env(private_broker, server.url)
+        first = _evaluate(path, world_kg, "killed", env)
 
         def three_done_one_hanging():
             runs = [(item.task.relation.external_id, item.run and item.run.status) for item in
@@ -116,12 +126,7 @@ def test_a_stopped_evaluation_leaves_no_run_running(world_kg, tmp_path, private_
         return ANSWER
 
     with ScriptedOpenAIServer(script) as server:
-        env = {**os.environ, "DATABASE_URL": workers.test_database_url(), "REDIS_URL": private_broker, "LLM_BASE_URL": server.url,
-               "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0", "KGV_LOCAL_LLM": "off"}
-        command = [sys.executable, "manage.py", "evaluate", "--benchmark", str(path), "--kg", world_kg.name, "--n", "4",
-                   "--mode", "zero-shot", "--concurrency", "4", "--name", "stopped", "--no-progress"]
-        process = subprocess.Popen(command, cwd=workers.PROJECT_DIR, env=env, start_new_session=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        process = _evaluate(path, world_kg, "stopped", _env(private_broker, server.url))
         try:
             workers.wait_for(lambda: Run.objects.filter(evaluation_items__evaluation__name="stopped",
                                                         status=Run.Status.RUNNING, task__relation__external_id="P19").exists(),
