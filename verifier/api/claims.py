@@ -18,10 +18,12 @@ from verifier.claims.service import (
     parts_of,
     queue_claim,
     retry_claim,
+    review_claim,
     submit_claim,
 )
 from verifier.claims.verdict import ClaimVerdict
-from verifier.models import Claim, KnowledgeGraph
+from verifier.models import Claim, ClaimReview, KnowledgeGraph
+from verifier.roles import REVIEWER, has_role
 
 
 class ClaimCreateSerializer(serializers.Serializer):
@@ -31,8 +33,23 @@ class ClaimCreateSerializer(serializers.Serializer):
     expected_label = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
+class ClaimReviewSerializer(serializers.ModelSerializer):
+    reviewer = serializers.CharField(source="reviewer.get_username", read_only=True)
+
+    class Meta:
+        model = ClaimReview
+        fields = ["id", "reviewer", "decision", "verdict", "reason", "created_at"]
+        read_only_fields = ["id", "reviewer", "created_at"]
+        extra_kwargs = {"verdict": {"required": False, "help_text": "override only: the verdict, where the parts give none"},
+                        "reason": {"required": False}}
+
+
 class ClaimSerializer(serializers.ModelSerializer):
-    verdict = serializers.SerializerMethodField(help_text="supported, refuted or open: from the parts' verdicts")
+    verdict = serializers.SerializerMethodField(
+        help_text="supported, refuted or open: a reviewer's decision on the claim, else from the parts' verdicts")
+    verdict_from_parts = serializers.SerializerMethodField(help_text="the verdict the parts give, whatever a reviewer decided")
+    decided_by = serializers.SerializerMethodField(help_text="the reviewer whose decision on the claim stands, or empty")
+    reviews = ClaimReviewSerializer(many=True, read_only=True)
     confidence = serializers.SerializerMethodField(help_text="probability that the verdict is right (null: unknown)")
     justification = serializers.SerializerMethodField()
     parts = serializers.SerializerMethodField(help_text="each triple of the pseudo-subgraph, its task and its run")
@@ -40,7 +57,8 @@ class ClaimSerializer(serializers.ModelSerializer):
     class Meta:
         model = Claim
         fields = ["id", "kg", "text", "status", "error", "category", "expected_label", "source", "model", "written",
-                  "resolution", "parts", "verdict", "confidence", "justification", "created_at"]
+                  "resolution", "parts", "verdict", "verdict_from_parts", "decided_by", "confidence", "justification",
+                  "reviews", "created_at"]
         read_only_fields = fields
 
     def _state(self, claim: Claim) -> tuple[list[PartView], ClaimVerdict]:
@@ -53,6 +71,12 @@ class ClaimSerializer(serializers.ModelSerializer):
 
     def get_verdict(self, claim: Claim) -> str:
         return self._state(claim)[1].verdict
+
+    def get_verdict_from_parts(self, claim: Claim) -> str:
+        return self._state(claim)[1].from_parts
+
+    def get_decided_by(self, claim: Claim) -> str:
+        return self._state(claim)[1].decided_by
 
     def get_confidence(self, claim: Claim) -> float | None:
         return self._state(claim)[1].confidence
@@ -75,7 +99,7 @@ class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = ClaimSerializer
 
     def get_queryset(self):
-        claims = Claim.objects.all()
+        claims = Claim.objects.prefetch_related("reviews__reviewer")
         params = self.request.query_params
         if self.action == "list":
             if kg := params.get("kg"):
@@ -113,3 +137,19 @@ class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except ClaimError as error:
             raise exceptions.ValidationError({"status": [str(error)]}) from None
         return Response(ClaimSerializer(claim).data)
+
+    @extend_schema(request=ClaimReviewSerializer, responses={201: ClaimSerializer})
+    @action(detail=True, methods=["post"])
+    def review(self, request: Request, pk=None) -> Response:
+        """Accept or override the claim's verdict as a whole (it then stands whatever the parts say), or comment."""
+        form = ClaimReviewSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        if form.validated_data["decision"] != ClaimReview.Decision.COMMENT and not has_role(request.user, REVIEWER):
+            raise exceptions.PermissionDenied("Deciding on a claim's verdict needs the reviewer role; curators may comment.")
+        claim = self.get_object()
+        try:
+            review_claim(claim=claim, reviewer=request.user, decision=form.validated_data["decision"],
+                         reason=form.validated_data.get("reason", ""), verdict=form.validated_data.get("verdict", ""))
+        except ClaimError as error:
+            raise exceptions.ValidationError({"decision": [str(error)]}) from None
+        return Response(ClaimSerializer(Claim.objects.get(pk=claim.pk)).data, status=status.HTTP_201_CREATED)

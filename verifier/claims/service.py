@@ -11,9 +11,9 @@ from verifier.agent.llm import LLM
 from verifier.claims.decompose import Decomposition, decompose
 from verifier.claims.resolve import Resolution, resolve
 from verifier.claims.subgraph import NEGATION, SEPARATOR, SubgraphError, is_unknown
-from verifier.claims.verdict import ClaimVerdict, PartOutcome, claim_verdict
+from verifier.claims.verdict import OPEN, REFUTED, SUPPORTED, ClaimDecision, ClaimVerdict, PartOutcome, claim_verdict
 from verifier.errors import ApplicationError
-from verifier.models import Claim, ClaimPart, KnowledgeGraph, Run, SupportItem, VerificationTask
+from verifier.models import Claim, ClaimPart, ClaimReview, KnowledgeGraph, Run, SupportItem, VerificationTask
 from verifier.selectors import standing_runs, tasks_in_flight
 from verifier.services import record_audit, start_run
 from verifier.tasks import verify_claim
@@ -185,6 +185,44 @@ def parts_of(claim: Claim) -> list[PartView]:
     return views
 
 
+def standing_decision(claim: Claim) -> ClaimDecision | None:
+    """The latest reviewer's decision on the whole claim (comments decide nothing)."""
+    review = claim.reviews.exclude(decision=ClaimReview.Decision.COMMENT).select_related("reviewer").first()
+    return ClaimDecision(review.verdict, review.reviewer.get_username(), review.reason) if review else None
+
+
 def outcome(claim: Claim, parts: list[PartView] | None = None) -> ClaimVerdict:
-    """The claim's verdict now, from its parts (verifier/claims/verdict.py)."""
-    return claim_verdict([view.outcome for view in (parts if parts is not None else parts_of(claim))])
+    """The claim's verdict now: a reviewer's decision on the claim, else its parts' (verifier/claims/verdict.py)."""
+    return claim_verdict([view.outcome for view in (parts if parts is not None else parts_of(claim))],
+                         standing_decision(claim))
+
+
+def review_claim(*, claim: Claim, reviewer, decision: str, reason: str = "", verdict: str = "") -> ClaimReview:
+    """A reviewer's decision on the claim as a whole. accept → the verdict its parts give (they must give one);
+    override → the other verdict, or ``verdict`` where the parts give none yet, with a reason; comment → text only."""
+    decisions = ClaimReview.Decision
+    if decision not in decisions.values:
+        raise ClaimError(f"unknown decision {decision!r}; use one of {', '.join(decisions.values)}")
+    reason = reason.strip()
+    if claim.status != Claim.Status.DECOMPOSED:
+        raise ClaimError(f"claim {claim.pk} is {claim.status}: only a claim written as triples can be reviewed")
+    from_parts = claim_verdict([view.outcome for view in parts_of(claim)]).verdict
+    if decision == decisions.COMMENT:
+        if not reason:
+            raise ClaimError("a comment needs text")
+        final = ""
+    elif decision == decisions.ACCEPT:
+        if from_parts == OPEN:
+            raise ClaimError("the parts give no verdict yet: accept once they do, or override with a verdict")
+        final = from_parts
+    else:
+        if not reason:
+            raise ClaimError("overriding a claim's verdict needs a reason")
+        final = verdict or {SUPPORTED: REFUTED, REFUTED: SUPPORTED}.get(from_parts, "")
+        if final not in ClaimReview.Verdict.values or final == from_parts:
+            raise ClaimError(f"an override must change the verdict {from_parts!r} to supported or refuted")
+    with transaction.atomic():
+        review = ClaimReview.objects.create(claim=claim, reviewer=reviewer, decision=decision, verdict=final, reason=reason)
+        record_audit(actor=reviewer, action=f"claim.review.{decision}", obj=claim, before={"verdict": from_parts},
+                     after={"verdict": final, "reason": reason, "review": review.pk})
+    return review

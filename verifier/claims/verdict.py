@@ -9,6 +9,9 @@ The claim is Supported when every part is supported, Refuted as soon as one part
 Its confidence is the probability that every part holds as claimed, from the parts' calibrated confidences,
 taken as independent: P(claim) = Π P(part holds as claimed); the verdict's confidence is P(claim) for
 Supported and 1 − P(claim) for Refuted. It is unknown (None) when a part has a verdict without a confidence.
+
+A reviewer's decision on the claim as a whole (accept or override) stands over what the parts give, with
+confidence 1; the latest decision counts, and the verdict from the parts is kept beside it.
 """
 
 from __future__ import annotations
@@ -51,11 +54,37 @@ class ClaimVerdict:
     verdict: str  # supported / refuted / open
     confidence: float | None
     justification: str
+    from_parts: str = ""  # the verdict the parts give, whatever a reviewer decided
+    decided_by: str = ""  # the reviewer whose decision on the claim stands ("": none)
+
+    @property
+    def overridden(self) -> bool:
+        return bool(self.decided_by) and self.verdict != self.from_parts
 
 
-def claim_verdict(parts: list[PartOutcome]) -> ClaimVerdict:
+@dataclass(frozen=True)
+class ClaimDecision:
+    """A reviewer's standing decision on a whole claim."""
+
+    verdict: str  # supported / refuted
+    reviewer: str
+    reason: str = ""
+
+
+def claim_verdict(parts: list[PartOutcome], decision: ClaimDecision | None = None) -> ClaimVerdict:
+    computed = _from_parts(parts)
+    if decision is None:
+        return computed
+    said = f" ({decision.reason})" if decision.reason else ""
+    return ClaimVerdict(decision.verdict, 1.0,
+                        f"{decision.reviewer} decided the claim is {decision.verdict}{said}. From its parts: "
+                        f"{computed.verdict}. {computed.justification}", from_parts=computed.verdict,
+                        decided_by=decision.reviewer)
+
+
+def _from_parts(parts: list[PartOutcome]) -> ClaimVerdict:
     if not parts:
-        return ClaimVerdict(OPEN, None, "The claim has no parts yet.")
+        return ClaimVerdict(OPEN, None, "The claim has no parts yet.", from_parts=OPEN)
     states = [p.state for p in parts]
     verdict = REFUTED if REFUTED in states else OPEN if OPEN in states else SUPPORTED
     probabilities = [p.p_holds for p in parts if p.resolved]
@@ -66,7 +95,7 @@ def claim_verdict(parts: list[PartOutcome]) -> ClaimVerdict:
         confidence = None
     else:
         confidence = round(p_claim if verdict == SUPPORTED else 1 - p_claim, 4)
-    return ClaimVerdict(verdict, confidence, _justification(parts, verdict))
+    return ClaimVerdict(verdict, confidence, _justification(parts, verdict), from_parts=verdict)
 
 
 def _because(part: PartOutcome) -> str:

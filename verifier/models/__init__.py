@@ -1,6 +1,6 @@
 """KGV's data model, split by topic: the KG, the verification path, memory and audit, evaluations."""
 
-from verifier.models.claims import Claim, ClaimPart
+from verifier.models.claims import Claim, ClaimPart, ClaimReview
 from verifier.models.evaluation import Evaluation, EvaluationItem
 from verifier.models.kg import (
     EMBEDDING_DIMENSIONS,
@@ -35,6 +35,7 @@ __all__ = [
     "AuditEvent",
     "Claim",
     "ClaimPart",
+    "ClaimReview",
     "ConfidenceModel",
     "FitTriple",
     "HeldOutTriple",

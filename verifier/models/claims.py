@@ -70,3 +70,31 @@ class ClaimPart(models.Model):
 
     def __str__(self) -> str:
         return f"part {self.seq} of claim {self.claim_id}"
+
+
+class ClaimReview(models.Model):
+    """A reviewer's decision on a claim as a whole: it settles the claim's verdict whatever its parts say (a
+    claim can be wrong in a way no part shows: a part the model left out, a relation read too loosely). A
+    decision on one part's run is an ordinary ``Review`` and turns the claim through its part."""
+
+    class Decision(models.TextChoices):
+        ACCEPT = "accept", "Accept"
+        OVERRIDE = "override", "Override"
+        COMMENT = "comment", "Comment"
+
+    class Verdict(models.TextChoices):
+        SUPPORTED = "supported", "Supported"
+        REFUTED = "refuted", "Refuted"
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="claim_reviews")
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True, help_text="the claim's final verdict")
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.decision} of claim {self.claim_id} by {self.reviewer_id}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,10 +20,11 @@ from verifier.claims.service import (
     parts_of,
     queue_claim,
     retry_claim,
+    review_claim,
     submit_claim,
 )
-from verifier.models import Claim, KnowledgeGraph
-from verifier.roles import CURATOR, VIEWER, has_role, role_required
+from verifier.models import Claim, ClaimReview, KnowledgeGraph
+from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 
 MAX_CLAIMS_PER_SUBMISSION = 50
 LISTED = 100
@@ -95,7 +97,10 @@ def _state(claim: Claim) -> dict:
 @role_required(VIEWER)
 def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
     claim = get_object_or_404(Claim.objects.select_related("kg"), pk=claim_id)
-    return render(request, "verifier/claim_detail.html", {**_state(claim)})
+    reviews = claim.reviews.select_related("reviewer")
+    return render(request, "verifier/claim_detail.html", {**_state(claim), "reviews": reviews,
+                                                           "verdicts": ClaimReview.Verdict.choices,
+                                                           "can_review": has_role(request.user, REVIEWER)})
 
 
 @require_GET
@@ -120,9 +125,26 @@ def claim_retry(request: HttpRequest, claim_id: int) -> HttpResponse:
     return redirect(reverse("claim-detail", args=[claim.pk]))
 
 
+@require_POST
+@role_required(CURATOR)
+def claim_review(request: HttpRequest, claim_id: int) -> HttpResponse:
+    """Accept or override the claim's verdict as a whole, or comment on it."""
+    claim = get_object_or_404(Claim, pk=claim_id)
+    if request.POST.get("decision") != ClaimReview.Decision.COMMENT and not has_role(request.user, REVIEWER):
+        raise PermissionDenied("Deciding on a claim's verdict needs the reviewer role; curators may comment.")
+    try:
+        review = review_claim(claim=claim, reviewer=request.user, decision=request.POST.get("decision", ""),
+                              reason=request.POST.get("reason", ""), verdict=request.POST.get("verdict", ""))
+        messages.success(request, f"Claim {claim.pk}: {review.get_decision_display().lower()} recorded.")
+    except ClaimError as error:
+        messages.error(request, str(error))
+    return redirect(reverse("claim-detail", args=[claim.pk]) + "#claim-review")
+
+
 urlpatterns = [
     path("claims/", claim_list, name="claim-list"),
     path("claims/<int:claim_id>/", claim_detail, name="claim-detail"),
     path("claims/<int:claim_id>/state/", claim_state, name="claim-state"),
     path("claims/<int:claim_id>/retry/", claim_retry, name="claim-retry"),
+    path("claims/<int:claim_id>/review/", claim_review, name="claim-review"),
 ]

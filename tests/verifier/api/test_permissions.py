@@ -74,6 +74,10 @@ ENDPOINTS = [
              lambda o: {"kg": o["kg"].pk, "text": "Douglas Adams was born in Cambridge."}),
     Endpoint("claim detail", "get", "viewer", 200, lambda o: reverse("api:claim-detail", args=[o["claim"].pk])),
     Endpoint("claim retry", "post", "curator", 200, lambda o: reverse("api:claim-retry", args=[o["claim"].pk])),
+    Endpoint("claim comment", "post", "curator", 201, lambda o: reverse("api:claim-review", args=[o["written_claim"].pk]),
+             lambda o: {"decision": "comment", "reason": "Which Cambridge?"}),
+    Endpoint("claim decision", "post", "reviewer", 201, lambda o: reverse("api:claim-review", args=[o["written_claim"].pk]),
+             lambda o: {"decision": "override", "verdict": "refuted", "reason": "He was born in Cambridge, England."}),
     Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
     Endpoint("schema", "get", "viewer", 200, lambda o: reverse("api:schema")),
     Endpoint("docs", "get", "viewer", 200, lambda o: reverse("api:docs")),
@@ -94,8 +98,10 @@ def objects(verified):
     webhook = Webhook.objects.create(url=refused_url() + "/hook")  # a test delivery fails fast, and is answered 200
     claim = Claim.objects.create(kg=verified["kg"], text="A claim whose model was down.", status=Claim.Status.FAILED,
                                  error="the model could not be asked")
+    written_claim = Claim.objects.create(kg=verified["kg"], text="Douglas Adams was born in Cambridge.",
+                                         status=Claim.Status.DECOMPOSED)
     return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "rerun": rerun, "webhook": webhook,
-            "claim": claim}
+            "claim": claim, "written_claim": written_claim}
 
 
 def call(client: APIClient, endpoint: Endpoint, objects):

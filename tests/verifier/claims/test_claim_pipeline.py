@@ -6,7 +6,7 @@ import pytest
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.claims.decompose import mentioned_entities, offered_relations
-from verifier.claims.service import ClaimError, decompose_claim, outcome, start_part_runs, submit_claim
+from verifier.claims.service import ClaimError, decompose_claim, outcome, review_claim, start_part_runs, submit_claim
 from verifier.models import AuditEvent, Claim, Run
 from verifier.runner import execute_run
 from verifier.services import review_run
@@ -101,6 +101,34 @@ def test_the_claim_verdict_follows_its_parts_runs_and_their_review(world_kg, mak
     france = Run.objects.get(task__tail__label="France", task__claim_parts__claim=claim)
     review_run(run=france, reviewer=make_user("reviewer"), decision="override", reason="the KG lacks it", verdict="correct")
     assert outcome(claim).verdict == "supported"
+
+
+def test_a_decision_on_the_whole_claim_stands_over_its_parts(world_kg, make_user):
+    reviewer = make_user("reviewer")
+    claim = submit_claim(kg=world_kg, text="Douglas Adams was born in Cambridge.")
+    with ScriptedOpenAIServer(["Douglas Adams || place of birth || Cambridge"]) as server:
+        claim = decompose_claim(claim, _llm(server))
+    with pytest.raises(ClaimError, match="no verdict yet"):  # nothing to accept while the part is open
+        review_claim(claim=claim, reviewer=reviewer, decision="accept")
+    with pytest.raises(ClaimError, match="needs a reason"):
+        review_claim(claim=claim, reviewer=reviewer, decision="override", verdict="refuted")
+    (run,) = start_part_runs(claim, queue=False)
+    with ScriptedOpenAIServer([PLAN, "Thought: enough.\nFinal Answer: [Correct] The KG states it."]) as server:
+        execute_run(run.pk, llm=_llm(server, grammar=False))
+    assert outcome(claim).verdict == "supported" and not outcome(claim).decided_by
+
+    review_claim(claim=claim, reviewer=reviewer, decision="comment", reason="Cambridge, England?")
+    assert not outcome(claim).decided_by  # a comment decides nothing
+    review_claim(claim=claim, reviewer=reviewer, decision="override", reason="He was born in Cambridge, but the claim "
+                 "meant Cambridge, Massachusetts.")
+    result = outcome(claim)
+    assert (result.verdict, result.from_parts, result.confidence, result.overridden) == ("refuted", "supported", 1.0, True)
+    assert "Massachusetts" in result.justification and reviewer.get_username() in result.justification
+    assert AuditEvent.objects.filter(action="claim.review.override", object_id=str(claim.pk)).exists()
+    with pytest.raises(ClaimError, match="must change the verdict"):
+        review_claim(claim=claim, reviewer=reviewer, decision="override", verdict="supported", reason="no")
+    review_claim(claim=claim, reviewer=reviewer, decision="accept")  # the latest decision stands
+    assert (outcome(claim).verdict, outcome(claim).overridden) == ("supported", False)
 
 
 def test_an_empty_or_overlong_claim_is_refused(world_kg):
