@@ -255,6 +255,8 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "verifier.models.Run.Status",
         "MemoryStatusEnum": "verifier.models.MemoryEntry.Status",
         "EvaluationStatusEnum": "verifier.models.Evaluation.Status",
+        "ReviewDecisionEnum": "verifier.models.Review.Decision",
+        "ClaimReviewDecisionEnum": "verifier.models.ClaimReview.Decision",
     },
 }
 

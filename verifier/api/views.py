@@ -313,8 +313,9 @@ class FileContentNegotiation(BaseContentNegotiation):
 
 
 class ExportView(APIView):
-    """``/api/export/<fmt>/?tasks=1,2`` or ``?runs=4,5``: a file of the chosen runs (a task stands for its latest
-    finished run). ``?inline=1`` shows HTML/PDF in the browser instead of downloading."""
+    """``/api/export/<fmt>/?tasks=1,2``, ``?runs=4,5`` and/or ``?claims=6``: a file of the chosen runs (a task stands
+    for its latest finished run; a claim for its own record and its parts' runs). ``?inline=1`` shows HTML/PDF in
+    the browser instead of downloading."""
 
     read_role = VIEWER
     content_negotiation_class = FileContentNegotiation
@@ -324,6 +325,7 @@ class ExportView(APIView):
             OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=list(exports.FORMATS)),
             OpenApiParameter("tasks", str, description="comma-separated task ids"),
             OpenApiParameter("runs", str, description="comma-separated run ids"),
+            OpenApiParameter("claims", str, description="comma-separated claim ids (each with its parts' runs)"),
             OpenApiParameter("inline", bool, description="Content-Disposition inline instead of attachment"),
         ],
         responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="the export file")},
@@ -332,8 +334,9 @@ class ExportView(APIView):
         if fmt not in exports.FORMATS:
             raise exceptions.NotFound(f"unknown export format {fmt!r}; use {', '.join(exports.FORMATS)}")
         selection = select(task_ids=_id_list(request.query_params.get("tasks", ""), "tasks"),
-                           run_ids=_id_list(request.query_params.get("runs", ""), "runs"))
-        if not selection.records:
+                           run_ids=_id_list(request.query_params.get("runs", ""), "runs"),
+                           claim_ids=_id_list(request.query_params.get("claims", ""), "claims"))
+        if not selection.records and not selection.claims:
             raise exceptions.ValidationError({"tasks": ["none of these tasks has a finished run to export"]})
         file = exports.render(selection, fmt, base=request.build_absolute_uri("/api/"))
         response = HttpResponse(file.content, content_type=file.content_type)

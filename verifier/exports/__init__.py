@@ -44,7 +44,9 @@ class ExportFile:
 
 
 def filename_for(selection: Selection, extension: str) -> str:
-    if len(selection.records) == 1:
+    if len(selection.claims) == 1:
+        return f"kgv-claim-{selection.claims[0].claim_id}.{extension}"
+    if len(selection.records) == 1 and not selection.claims:
         record = selection.records[0]
         return f"kgv-task-{record.task_id}-run-{record.run_id}.{extension}"
     return f"kgv-export-{len(selection.records)}-runs-{selection.taken_at:%Y%m%d-%H%M%S}.{extension}"

@@ -16,7 +16,12 @@ For each run:
   source (``prov:hadPrimarySource`` when it is a URL);
 - each review is a ``prov:Activity`` that ``prov:used`` the verdict and ``prov:wasAssociatedWith`` the reviewer
   (a ``prov:Person``); a decision generates the reviewed verdict, derived from (for an override: a revision
-  of) the agent's verdict and attributed to the reviewer.
+  of) the agent's verdict and attributed to the reviewer;
+- a claim in plain language is a ``prov:Entity`` (``kgv:PlainLanguageClaim``, its text as ``prov:value``); the
+  model's decomposition is an activity that used it and generated its pseudo-subgraph; each part
+  (``kgv:ClaimPart``) names its triple (``kgv:triple``), whether the claim denies it and whether it holds as
+  claimed; the claim's verification ``prov:wasInformedBy`` each part's run, and the claim's verdict
+  ``prov:wasDerivedFrom`` each part's verdict; reviews of the claim as a whole are modelled as a run's are.
 
 Resource IRIs hang off ``base`` (the API root when exported over HTTP, so a run's IRI is its API URL).
 """
@@ -28,7 +33,7 @@ from urllib.parse import quote
 from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import DCTERMS, PROV
 
-from verifier.exports.records import EvidenceRecord, ReviewRecord, RunRecord, Selection
+from verifier.exports.records import ClaimPartRecord, ClaimRecord, EvidenceRecord, ReviewRecord, RunRecord, Selection
 
 VOCAB = Namespace("urn:kgv:vocab#")
 DEFAULT_BASE = "urn:kgv:"
@@ -149,8 +154,66 @@ class ProvGraph:
         self.graph.add((evidence, PROV.wasGeneratedBy, run))  # found by a tool call during the run
         return evidence
 
+    # -------------------------------------------------------------------------------------------- claims
+    def add_claim_record(self, claim: ClaimRecord) -> URIRef:
+        node, subgraph = self.iri("claims", claim.claim_id), self.iri("claims", claim.claim_id, "subgraph")
+        self.graph.add((node, RDF.type, PROV.Entity))
+        self.graph.add((node, RDF.type, VOCAB.PlainLanguageClaim))
+        self.add(node, PROV.value, claim.text)
+        self.add(node, VOCAB.category, claim.category)
+        self.add(node, DCTERMS.source, claim.source)
+        decomposition = self.iri("claims", claim.claim_id, "decomposition")
+        self.graph.add((decomposition, RDF.type, PROV.Activity))
+        self.graph.add((decomposition, RDF.type, VOCAB.Decomposition))
+        self.graph.add((decomposition, PROV.used, node))
+        self.graph.add((decomposition, PROV.wasAssociatedWith, self.model_agent(claim.model)))
+        self.graph.add((subgraph, RDF.type, PROV.Entity))
+        self.graph.add((subgraph, RDF.type, VOCAB.PseudoSubgraph))
+        self.add(subgraph, PROV.value, claim.written)
+        self.graph.add((subgraph, PROV.wasGeneratedBy, decomposition))
+        self.graph.add((subgraph, PROV.wasDerivedFrom, node))
+
+        verification, verdict = self.iri("claims", claim.claim_id, "verification"), self.iri("claims", claim.claim_id, "verdict")
+        self.graph.add((verification, RDF.type, PROV.Activity))
+        self.graph.add((verification, RDF.type, VOCAB.ClaimVerification))
+        self.graph.add((verification, PROV.used, subgraph))
+        self.graph.add((verdict, RDF.type, PROV.Entity))
+        self.graph.add((verdict, RDF.type, VOCAB.ClaimVerdict))
+        self.graph.add((verdict, VOCAB.about, node))
+        self.add(verdict, VOCAB.verdict, claim.verdict_from_parts)
+        self.add(verdict, RDFS.comment, claim.justification)
+        if claim.confidence is not None and not claim.decided_by:
+            self.add(verdict, VOCAB.confidence, Literal(claim.confidence, datatype=XSD.double))
+        self.graph.add((verdict, PROV.wasGeneratedBy, verification))
+        for position, part in enumerate(claim.parts, start=1):
+            name = part.seq if part.seq is not None else f"unresolved-{position}"
+            self.add_claim_part(self.iri("claims", claim.claim_id, "parts", name), claim, part, verification, verdict)
+        for review in claim.reviews:
+            self.add_review_activity(self.iri("claims", claim.claim_id, "reviews", review.id), review, verdict,
+                                     claim.verdict_from_parts)
+        return node
+
+    def add_claim_part(self, node: URIRef, claim: ClaimRecord, part: ClaimPartRecord, verification: URIRef,
+                       verdict: URIRef) -> None:
+        self.graph.add((node, RDF.type, PROV.Entity))
+        self.graph.add((node, RDF.type, VOCAB.ClaimPart))
+        self.add(node, RDFS.label, part.text)
+        self.add(node, VOCAB.negated, Literal(part.negated))
+        self.add(node, VOCAB.state, part.state)
+        self.graph.add((node, PROV.wasDerivedFrom, self.iri("claims", claim.claim_id, "subgraph")))
+        self.graph.add((self.iri("claims", claim.claim_id), VOCAB.hasPart, node))
+        if part.task_id is not None:
+            self.graph.add((node, VOCAB.triple, self.iri("tasks", part.task_id)))
+        if part.run_id is not None:
+            self.graph.add((verification, PROV.wasInformedBy, self.iri("runs", part.run_id)))
+            self.graph.add((verdict, PROV.wasDerivedFrom, self.iri("runs", part.run_id, "verdict")))
+
     def add_review(self, record: RunRecord, review: ReviewRecord, verdict: URIRef) -> None:
-        activity = self.iri("runs", record.run_id, "reviews", review.id)
+        self.add_review_activity(self.iri("runs", record.run_id, "reviews", review.id), review, verdict, record.verdict)
+
+    def add_review_activity(self, activity: URIRef, review, verdict: URIRef, reviewed_verdict: str) -> None:
+        """A reviewer's decision on a verdict (a run's or a claim's): an activity that used it and, unless it is a
+        comment, generated the reviewed verdict, a revision of the one reviewed when it differs."""
         reviewer = self.person(review.reviewer)
         self.graph.add((activity, RDF.type, PROV.Activity))
         self.graph.add((activity, RDF.type, VOCAB.Review))
@@ -161,13 +224,13 @@ class ProvGraph:
         self.graph.add((activity, PROV.wasAssociatedWith, reviewer))
         if not review.verdict:  # a comment: no new verdict
             return
-        reviewed = self.iri("runs", record.run_id, "reviews", review.id, "verdict")
+        reviewed = URIRef(f"{activity}/verdict")
         self.graph.add((reviewed, RDF.type, PROV.Entity))
         self.graph.add((reviewed, RDF.type, VOCAB.Verdict))
         self.add(reviewed, VOCAB.verdict, review.verdict)
         self.graph.add((reviewed, PROV.wasGeneratedBy, activity))
         self.graph.add((reviewed, PROV.wasAttributedTo, reviewer))
-        relation = PROV.wasRevisionOf if review.verdict != record.verdict else PROV.wasDerivedFrom
+        relation = PROV.wasRevisionOf if review.verdict != reviewed_verdict else PROV.wasDerivedFrom
         self.graph.add((reviewed, relation, verdict))
 
 
@@ -175,6 +238,8 @@ def build_graph(selection: Selection, base: str = DEFAULT_BASE) -> Graph:
     prov = ProvGraph(base)
     for record in selection.records:
         prov.add_run(record)
+    for claim in selection.claims:
+        prov.add_claim_record(claim)
     return prov.graph
 
 

@@ -1,8 +1,9 @@
 """What an export says about a run, gathered once: every format (JSON, CSV, HTML/PDF, PROV-O) renders these.
 
-A selection is given as task ids and/or run ids. A task stands for its latest reviewed run, else its latest
-finished run (status succeeded, newest first); tasks with no finished run are reported as skipped, never
-silently dropped.
+A selection is given as task ids, run ids and/or claim ids. A task stands for its latest reviewed run, else its
+latest finished run (status succeeded, newest first); tasks with no finished run are reported as skipped, never
+silently dropped. A claim in plain language brings its parts' tasks, and a record of its own: its text, the
+pseudo-subgraph, each part's triple and standing run, its verdict and the reviewers' decisions on it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from datetime import datetime
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from verifier.claims.service import PartView, outcome, parts_of
 from verifier.errors import ApplicationError
-from verifier.models import Agreement, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
+from verifier.models import Agreement, Claim, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.selectors import HEAVY_FIELDS, standing_runs
 
 MAX_SELECTION = 500
@@ -142,11 +144,96 @@ class RunRecord:
         return data
 
 
+@dataclass(frozen=True)
+class ClaimPartRecord:
+    seq: int | None  # None: an unknown of the triple no KG entity resolves, so it has no task
+    text: str  # as the claim reads it ("NOT …" for a denied triple)
+    head: Term
+    relation: Term
+    tail: Term
+    negated: bool
+    head_unknown: str  # the unknown_i the head stood for, or ""
+    tail_unknown: str
+    task_id: int | None
+    run_id: int | None  # the run that stands for the task (None: not verified yet)
+    triple_verdict: str
+    triple_confidence: float | None
+    state: str  # supported / refuted / open: whether the part holds as the claim says
+
+
+@dataclass(frozen=True)
+class ClaimReviewRecord:
+    id: int
+    reviewer: str
+    decision: str
+    verdict: str
+    reason: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    claim_id: int
+    kg: str
+    text: str
+    status: str
+    error: str
+    category: str
+    expected_label: bool | None
+    source: str
+    model: str  # the model that wrote the pseudo-subgraph
+    written: str  # the pseudo-subgraph as the model wrote it
+    verdict: str  # supported / refuted / open: a reviewer's decision on the claim, else from its parts
+    verdict_from_parts: str
+    decided_by: str
+    confidence: float | None
+    justification: str
+    created_at: datetime
+    parts: list[ClaimPartRecord] = field(default_factory=list)
+    reviews: list[ClaimReviewRecord] = field(default_factory=list)
+
+    @property
+    def task_ids(self) -> list[int]:
+        return list(dict.fromkeys(part.task_id for part in self.parts if part.task_id is not None))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _part(view: PartView) -> ClaimPartRecord:
+    row = view.row
+    return ClaimPartRecord(
+        seq=row["part"], text=view.outcome.text,
+        head=Term(row["head"], row["head_label"]), relation=Term(row["relation"], row["relation_label"]),
+        tail=Term(row["tail"], row["tail_label"]), negated=row["negated"],
+        head_unknown=row["head_unknown"], tail_unknown=row["tail_unknown"],
+        task_id=view.part.task_id if view.part else None, run_id=view.outcome.run_id,
+        triple_verdict=view.outcome.verdict, triple_confidence=view.outcome.confidence, state=view.outcome.state)
+
+
+def claim_record(claim: Claim) -> ClaimRecord:
+    parts = parts_of(claim)
+    verdict = outcome(claim, parts)
+    return ClaimRecord(
+        claim_id=claim.pk, kg=claim.kg.name, text=claim.text, status=claim.status, error=claim.error,
+        category=claim.category, expected_label=claim.expected_label, source=claim.source, model=claim.model,
+        written=claim.written, verdict=verdict.verdict, verdict_from_parts=verdict.from_parts,
+        decided_by=verdict.decided_by, confidence=verdict.confidence, justification=verdict.justification,
+        created_at=claim.created_at, parts=[_part(view) for view in parts],
+        reviews=[ClaimReviewRecord(r.pk, r.reviewer.get_username(), r.decision, r.verdict, r.reason, r.created_at)
+                 for r in claim.reviews.select_related("reviewer")])
+
+
 @dataclass
 class Selection:
     records: list[RunRecord]
     skipped_tasks: list[int]
     taken_at: datetime = field(default_factory=timezone.now)  # every format of one selection names this moment
+    claims: list[ClaimRecord] = field(default_factory=list)
+
+    def claims_of(self, task_id: int) -> list[int]:
+        """The selected claims a task is a part of."""
+        return [claim.claim_id for claim in self.claims if task_id in claim.task_ids]
 
 
 class SelectionError(ApplicationError):
@@ -191,18 +278,23 @@ def _record(run: Run) -> RunRecord:
     )
 
 
-def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = ()) -> Selection:
-    """The records of the runs named directly and of the latest finished run of each task, in the order asked."""
-    task_ids, run_ids = list(dict.fromkeys(task_ids)), list(dict.fromkeys(run_ids))
-    if not task_ids and not run_ids:
-        raise SelectionError("name the tasks or runs to export")
-    if len(task_ids) + len(run_ids) > MAX_SELECTION:
-        raise SelectionError(f"at most {MAX_SELECTION} tasks and runs per export")
+def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = (), claim_ids: Iterable[int] = ()) -> Selection:
+    """The records of the runs named directly, of the latest finished run of each task and of each claim's parts'
+    tasks, in the order asked; and the claims' own records."""
+    task_ids, run_ids, claim_ids = list(dict.fromkeys(task_ids)), list(dict.fromkeys(run_ids)), list(dict.fromkeys(claim_ids))
+    if not task_ids and not run_ids and not claim_ids:
+        raise SelectionError("name the tasks, runs or claims to export")
+    if len(task_ids) + len(run_ids) + len(claim_ids) > MAX_SELECTION:
+        raise SelectionError(f"at most {MAX_SELECTION} tasks, runs and claims per export")
     missing_tasks = set(task_ids) - set(VerificationTask.objects.filter(pk__in=task_ids).values_list("pk", flat=True))
     missing_runs = set(run_ids) - set(Run.objects.filter(pk__in=run_ids).values_list("pk", flat=True))
-    if missing_tasks or missing_runs:
-        named = [f"task {pk}" for pk in sorted(missing_tasks)] + [f"run {pk}" for pk in sorted(missing_runs)]
+    claims = Claim.objects.select_related("kg").in_bulk(claim_ids)
+    if missing_tasks or missing_runs or len(claims) < len(claim_ids):
+        named = [f"task {pk}" for pk in sorted(missing_tasks)] + [f"run {pk}" for pk in sorted(missing_runs)] + [
+            f"claim {pk}" for pk in claim_ids if pk not in claims]
         raise SelectionError(f"not found: {', '.join(named)}")
+    claim_list = [claim_record(claims[pk]) for pk in claim_ids]
+    task_ids = list(dict.fromkeys([*task_ids, *(t for claim in claim_list for t in claim.task_ids)]))
     latest = standing_runs(task_ids)
     wanted = list(dict.fromkeys([*run_ids, *(latest[t] for t in task_ids if t in latest)]))
     runs = (
@@ -217,4 +309,5 @@ def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = ()) -> Sele
         )
     )
     by_id = {run.pk: run for run in runs}
-    return Selection(records=[_record(by_id[pk]) for pk in wanted], skipped_tasks=[t for t in task_ids if t not in latest])
+    return Selection(records=[_record(by_id[pk]) for pk in wanted], skipped_tasks=[t for t in task_ids if t not in latest],
+                     claims=claim_list)

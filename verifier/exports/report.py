@@ -18,6 +18,10 @@ class ReportRenderingError(RuntimeError):
 
 
 def report_title(selection: Selection) -> str:
+    if len(selection.claims) == 1:
+        return f"KGV evidence report — claim {selection.claims[0].claim_id}"
+    if selection.claims:
+        return f"KGV evidence report — {len(selection.claims)} claims"
     if len(selection.records) == 1:
         return f"KGV evidence report — {selection.records[0].triple_text}"
     return f"KGV evidence report — {len(selection.records)} runs"
@@ -27,6 +31,7 @@ def to_html(selection: Selection, *, fonts: dict[str, Path] | None = None) -> st
     context = {
         "title": report_title(selection),
         "records": selection.records,
+        "claims": selection.claims,
         "skipped_tasks": selection.skipped_tasks,
         "generated_at": selection.taken_at,
         "fonts": fonts,

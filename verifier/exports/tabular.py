@@ -17,7 +17,7 @@ CSV_COLUMNS = (
     "status", "verdict", "confidence", "disputed", "disputed_reason", "signals", "p_true", "structural_probability", "structural_model",
     "final_verdict", "agreement", "review_decision", "reviewer", "review_reason",
     "explanation", "model", "prompt_tokens", "completion_tokens", "cost_usd", "steps", "cited_evidence",
-    "cited_sources", "cited_hashes", "created_at", "finished_at",
+    "cited_sources", "cited_hashes", "claims", "claim_verdicts", "created_at", "finished_at",
 )
 
 
@@ -25,8 +25,9 @@ def to_json(selection: Selection) -> str:
     document = {
         "format": JSON_FORMAT,
         "exported_at": selection.taken_at,
-        "runs": [record.to_dict() for record in selection.records],
+        "runs": [{**record.to_dict(), "claims": selection.claims_of(record.task_id)} for record in selection.records],
         "skipped_tasks": selection.skipped_tasks,
+        "claims": [claim.to_dict() for claim in selection.claims],
     }
     return json.dumps(document, cls=DjangoJSONEncoder, indent=2, ensure_ascii=False)
 
@@ -35,9 +36,11 @@ def _number(value: float | None) -> float | str:
     return "" if value is None else value
 
 
-def _csv_row(record: RunRecord) -> dict:
+def _csv_row(record: RunRecord, selection: Selection) -> dict:
     decision = record.decision
     cited = record.cited_evidence
+    claims = selection.claims_of(record.task_id)
+    verdicts = {claim.claim_id: claim.verdict for claim in selection.claims}
     return {
         "run_id": record.run_id, "task_id": record.task_id, "kg": record.kg,
         "head_id": record.head.id, "head": record.head.label,
@@ -64,6 +67,9 @@ def _csv_row(record: RunRecord) -> dict:
         "cited_evidence": " | ".join(item.key for item in cited),
         "cited_sources": " | ".join(item.source for item in cited),
         "cited_hashes": " | ".join(item.content_hash for item in cited),
+        # The selected claims this run's triple is a part of, and their verdicts, in the same order.
+        "claims": " | ".join(map(str, claims)),
+        "claim_verdicts": " | ".join(verdicts[pk] for pk in claims),
         "created_at": record.created_at.isoformat(),
         "finished_at": record.finished_at.isoformat() if record.finished_at else "",
     }
@@ -83,5 +89,5 @@ def to_csv(selection: Selection) -> str:
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\r\n")
     writer.writeheader()
     for record in selection.records:
-        writer.writerow({column: spreadsheet_safe(value) for column, value in _csv_row(record).items()})
+        writer.writerow({column: spreadsheet_safe(value) for column, value in _csv_row(record, selection).items()})
     return buffer.getvalue()

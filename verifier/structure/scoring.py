@@ -81,8 +81,10 @@ class LoadedModel:
         self._lock = threading.Lock()
         self._kg_id, self._version = row.kg_id, row.kg_version
         self.calibration_stamp = row.calibration_stamp
-        # The triples it was trained without (written with the model, before it is ready: fixed from then on)
-        self.held_out = set(HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id"))
+        # The triples it was trained without (written with the model, before it is ready: fixed from then on); a
+        # network a configuration search holds only in memory has none stored.
+        self.held_out = set(HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id")) \
+            if row.pk else set()
 
     def index(self, entity_row: int | None = None, relation_row: int | None = None) -> int | None:
         rows, value = (self.entity_rows, entity_row) if entity_row is not None else (self.relation_rows, relation_row)

@@ -25,6 +25,7 @@ from verifier.claims.service import (
 )
 from verifier.models import Claim, ClaimReview, KnowledgeGraph
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
+from verifier.web.links import claim_export_links
 
 MAX_CLAIMS_PER_SUBMISSION = 50
 LISTED = 100
@@ -100,7 +101,8 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
     reviews = claim.reviews.select_related("reviewer")
     return render(request, "verifier/claim_detail.html", {**_state(claim), "reviews": reviews,
                                                            "verdicts": ClaimReview.Verdict.choices,
-                                                           "can_review": has_role(request.user, REVIEWER)})
+                                                           "can_review": has_role(request.user, REVIEWER),
+                                                           "exports": claim_export_links(claim.pk)})
 
 
 @require_GET

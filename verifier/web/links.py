@@ -17,9 +17,15 @@ def task_url(task_id: int) -> str:
     return reverse("task-detail", args=[task_id])
 
 
-def export_url(fmt: str, task_ids: list[int]) -> str:
-    """The evidence export of ``task_ids`` (the API's GET /api/export/<fmt>/?tasks=1,2,3)."""
+def export_url(fmt: str, task_ids: list[int] = (), *, claim_ids: list[int] = ()) -> str:
+    """The evidence export of ``task_ids`` and ``claim_ids`` (the API's GET /api/export/<fmt>/?tasks=1,2&claims=3)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}")
     base = reverse("api:export", kwargs={"fmt": fmt})
-    return f"{base}?{urlencode({'tasks': ','.join(str(pk) for pk in task_ids)}, safe=',')}"
+    query = {name: ",".join(str(pk) for pk in ids) for name, ids in (("tasks", task_ids), ("claims", claim_ids)) if ids}
+    return f"{base}?{urlencode(query, safe=',')}"
+
+
+def claim_export_links(claim_id: int) -> list[tuple[str, str]]:
+    """(format, URL) of every export of one claim, as the claim page offers them."""
+    return [(fmt, export_url(fmt, claim_ids=[claim_id])) for fmt in EXPORT_FORMATS]

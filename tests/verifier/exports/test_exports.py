@@ -68,7 +68,7 @@ def test_a_task_exports_its_latest_finished_run_and_tasks_without_one_are_report
 def test_selecting_unknown_ids_names_them(verified):
     with pytest.raises(SelectionError, match="task 999999, run 888888"):
         select(task_ids=[verified["task"].pk, 999999], run_ids=[888888])
-    with pytest.raises(SelectionError, match="name the tasks or runs"):
+    with pytest.raises(SelectionError, match="name the tasks, runs or claims"):
         select()
 
 
