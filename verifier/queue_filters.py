@@ -20,6 +20,8 @@
                 evaluation drew from a benchmark) or ``all``
 ``source``      case-insensitive search in the task's source: the imported file (``flagged.csv``) or the
                 evaluation (``evaluation:codex-kge-400``)
+``claim``       a claim id: only the triples that are parts of that claim in plain language; ``any``: the
+                parts of any claim
 ``assignee``    a user id, ``me`` (the requesting user) or ``none`` (unassigned)
 ``q``           case-insensitive search in the head, relation and tail labels and ids
 ``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
@@ -40,7 +42,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 
 from verifier.errors import ApplicationError
-from verifier.models import Agreement, Run, Verdict, VerificationTask
+from verifier.models import Agreement, ClaimPart, Run, Verdict, VerificationTask
 from verifier.quality import CODES
 
 SORT_KEYS = {
@@ -58,7 +60,7 @@ AGREEMENT_VALUES = tuple(Agreement.values)
 DISPUTED_VALUES = ("true", "false")
 VERDICT_VALUES = (*Verdict.values, "none")
 FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
-                 "signal", "origin", "source", "assignee", "q", "sort")
+                 "signal", "origin", "source", "claim", "assignee", "q", "sort")
 ORIGIN_VALUES = ("work", "evaluation", "all")
 EVALUATION_SOURCE_PREFIX = "evaluation:"  # verifier/evaluation/runner.py names the tasks it creates so
 SIGNAL_VALUES = (*CODES, "any", "none")
@@ -196,6 +198,11 @@ def _filter_relation(queryset: QuerySet, value: str) -> QuerySet:
     return queryset.filter(Q(relation__external_id=value) | Q(relation__label__iexact=value))
 
 
+def is_evaluation(source: str) -> bool:
+    """Whether a task's (or a claim's) source names an evaluation, which keeps it out of the work queue."""
+    return source.startswith(EVALUATION_SOURCE_PREFIX)
+
+
 def by_origin(queryset: QuerySet, origin: str = "work") -> QuerySet:
     """Tasks curators imported (``work``), those an evaluation created (``evaluation``), or ``all``."""
     if origin == "work":
@@ -203,6 +210,15 @@ def by_origin(queryset: QuerySet, origin: str = "work") -> QuerySet:
     if origin == "evaluation":
         return queryset.filter(source__startswith=EVALUATION_SOURCE_PREFIX)
     return queryset
+
+
+def _filter_claim(queryset: QuerySet, claim: str) -> QuerySet:
+    parts = ClaimPart.objects.all()
+    if claim != "any":
+        if not claim.isdigit():
+            raise QueueFilterError("claim", f"a claim id or 'any', not {claim!r}")
+        parts = parts.filter(claim_id=int(claim))
+    return queryset.filter(pk__in=parts.values("task_id"))
 
 
 def _search(queryset: QuerySet, text: str) -> QuerySet:
@@ -247,6 +263,8 @@ def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
         queryset = queryset.filter(source__icontains=source)
     if signals := _choices(params, "signal", SIGNAL_VALUES):
         queryset = _filter_signals(queryset, signals)
+    if claim := _single(params, "claim"):
+        queryset = _filter_claim(queryset, claim)
     if assignee := _single(params, "assignee"):
         queryset = _filter_assignee(queryset, assignee, user)
     if text := str(params.get("q") or "").strip():  # free text: commas are part of the label

@@ -1,5 +1,5 @@
-"""Claims in plain language over the API: submit (curator; a worker decomposes the claim and starts a run per part),
-list, read with the pseudo-subgraph, each part's task and run, and the claim's verdict; retry a failed claim."""
+"""Claims in plain language over the API: submit one or import a file (curator; a worker decomposes each claim and starts a run per part),
+list, read with the pseudo-subgraph, each part's task and run, and the claim's verdict; retry a failed claim; review it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from verifier.claims.importing import MAX_CLAIM_CHARS, ClaimFileError, read_claims_upload
 from verifier.claims.service import (
-    MAX_CLAIM_CHARS,
     ClaimError,
     PartView,
     outcome,
@@ -20,6 +20,7 @@ from verifier.claims.service import (
     retry_claim,
     review_claim,
     submit_claim,
+    submit_claims,
 )
 from verifier.claims.verdict import ClaimVerdict
 from verifier.models import Claim, ClaimReview, KnowledgeGraph
@@ -31,6 +32,17 @@ class ClaimCreateSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=MAX_CLAIM_CHARS)
     category = serializers.ChoiceField(choices=Claim.Category.choices, required=False, allow_blank=True, default="")
     expected_label = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
+class ClaimImportSerializer(serializers.Serializer):
+    kg = serializers.PrimaryKeyRelatedField(queryset=KnowledgeGraph.objects.filter(kind=KnowledgeGraph.Kind.LOCAL, version__gt=0))
+    file = serializers.FileField(help_text="claims: .txt (one per line), .csv (a 'claim' column, optional 'label' and "
+                                           "'category') or .jsonl ({\"claim\", \"label\", \"category\"})")
+
+
+class ClaimImportResultSerializer(serializers.Serializer):
+    claims = serializers.ListField(child=serializers.IntegerField(), help_text="the ids of the claims queued, in file order")
+    problems = serializers.ListField(child=serializers.CharField(), help_text="the rows not taken: 'line N: why'")
 
 
 class ClaimReviewSerializer(serializers.ModelSerializer):
@@ -153,3 +165,17 @@ class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except ClaimError as error:
             raise exceptions.ValidationError({"decision": [str(error)]}) from None
         return Response(ClaimSerializer(Claim.objects.get(pk=claim.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request={"multipart/form-data": ClaimImportSerializer}, responses={201: ClaimImportResultSerializer})
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_file(self, request: Request) -> Response:
+        """Queue every readable row of a claims file; the rows that cannot be taken are listed, each with its line."""
+        form = ClaimImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        try:
+            read = read_claims_upload(upload)
+            claims = submit_claims(kg=form.validated_data["kg"], read=read, actor=request.user, source=upload.name)
+        except (ClaimFileError, ClaimError) as error:
+            raise exceptions.ValidationError({"file": [str(error)]}) from None
+        return Response({"claims": [claim.pk for claim in claims], "problems": read.problems}, status=status.HTTP_201_CREATED)

@@ -16,7 +16,6 @@ repair round); a claim whose model reply never became one counts as failed.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import defaultdict
@@ -27,11 +26,13 @@ from pathlib import Path
 from verifier.agent import prompts
 from verifier.agent.llm import LLM
 from verifier.agent.parsing import parse_final
+from verifier.claims.importing import ClaimFileError, read_claims_text
 from verifier.claims.service import decompose_claim, outcome, start_part_runs, submit_claim
 from verifier.claims.subgraph import is_unknown
 from verifier.claims.verdict import SUPPORTED
 from verifier.errors import ApplicationError
 from verifier.models import Claim, ClaimPart, KnowledgeGraph
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.runner import execute_run
 
 ZERO_SHOT_SYSTEM = ("You check claims about the world. Answer with one line: Final Answer: [Correct] or "
@@ -69,30 +70,23 @@ class ClaimResult:
 
 
 def read_claims(path: Path) -> list[BenchmarkClaim]:
+    """A benchmark's claims (JSON Lines, verifier/claims/importing.py): every row must be readable and labelled."""
     if not path.is_file():
         raise ClaimBenchmarkError(f"{path} is missing")
-    claims = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-            text, label = row["claim"], row["label"]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ClaimBenchmarkError(f"{path.name} line {number}: not a claim object with 'claim' and 'label' ({error})") from None
-        if not isinstance(text, str) or not isinstance(label, bool):
-            raise ClaimBenchmarkError(f"{path.name} line {number}: 'claim' must be text and 'label' true or false")
-        category = row.get("category") or ""
-        if category and category not in Claim.Category.values:
-            raise ClaimBenchmarkError(f"{path.name} line {number}: unknown category {category!r}")
-        claims.append(BenchmarkClaim(number, text, label, category, tuple(row.get("entities") or ())))
-    if not claims:
-        raise ClaimBenchmarkError(f"{path} holds no claims")
-    return claims
+    try:
+        read = read_claims_text(path.name if path.suffix == ".jsonl" else f"{path.name}.jsonl",
+                                path.read_text(encoding="utf-8-sig"))
+    except ClaimFileError as error:
+        raise ClaimBenchmarkError(str(error)) from None
+    unlabelled = next((row.line for row in read.rows if row.label is None), None)
+    if read.problems or unlabelled:
+        problem = read.problems[0] if read.problems else f"line {unlabelled}: no 'label' (true or false)"
+        raise ClaimBenchmarkError(f"{path.name} {problem}")
+    return [BenchmarkClaim(row.line, row.text, row.label, row.category, row.entities) for row in read.rows]
 
 
 def _stored(kg: KnowledgeGraph, path: Path, item: BenchmarkClaim) -> Claim:
-    source = f"{path.name}:{item.line}"
+    source = f"{EVALUATION_SOURCE_PREFIX}{path.name}:{item.line}"  # its parts' tasks stay out of the work queue
     claim = Claim.objects.filter(kg=kg, source=source, text=" ".join(item.text.split())).first()
     return claim or submit_claim(kg=kg, text=item.text, source=source, category=item.category, expected_label=item.label)
 

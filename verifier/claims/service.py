@@ -9,17 +9,17 @@ from django.db import transaction
 
 from verifier.agent.llm import LLM
 from verifier.claims.decompose import Decomposition, decompose
+from verifier.claims.importing import ReadClaims, checked
 from verifier.claims.resolve import Resolution, resolve
 from verifier.claims.subgraph import NEGATION, SEPARATOR, SubgraphError, is_unknown
 from verifier.claims.verdict import OPEN, REFUTED, SUPPORTED, ClaimDecision, ClaimVerdict, PartOutcome, claim_verdict
 from verifier.errors import ApplicationError
 from verifier.models import Claim, ClaimPart, ClaimReview, KnowledgeGraph, Run, SupportItem, VerificationTask
+from verifier.queue_filters import is_evaluation
 from verifier.selectors import standing_runs, tasks_in_flight
 from verifier.services import record_audit, start_run
 from verifier.tasks import verify_claim
 from verifier.wiring import build_llm
-
-MAX_CLAIM_CHARS = 1000
 
 
 class ClaimError(ApplicationError):
@@ -28,17 +28,25 @@ class ClaimError(ApplicationError):
 
 def submit_claim(*, kg: KnowledgeGraph, text: str, actor=None, source: str = "", category: str = "",
                  expected_label: bool | None = None) -> Claim:
-    text = " ".join(text.split())
-    if not text:
-        raise ClaimError("the claim is empty")
-    if len(text) > MAX_CLAIM_CHARS:
-        raise ClaimError(f"a claim is at most {MAX_CLAIM_CHARS} characters (this one has {len(text)}); split it")
-    if category and category not in Claim.Category.values:
-        raise ClaimError(f"unknown category {category!r}: one of {', '.join(Claim.Category.values)}")
+    try:
+        row = checked(0, text, expected_label, category)
+    except ValueError as error:
+        raise ClaimError(str(error)) from None
+    text, category = row.text, row.category
     claim = Claim.objects.create(kg=kg, text=text, source=source[:500], category=category, expected_label=expected_label,
                                  created_by=actor if getattr(actor, "is_authenticated", False) else None)
     record_audit(actor=actor, action="claim.submit", obj=claim, after={"text": text})
     return claim
+
+
+def submit_claims(*, kg: KnowledgeGraph, read: ReadClaims, actor=None, source: str) -> list[Claim]:
+    """The rows of a claims file as claims, each queued (source "name:line"); the caller reports ``read.problems``."""
+    with transaction.atomic():
+        claims = [submit_claim(kg=kg, text=row.text, actor=actor, source=f"{source}:{row.line}", category=row.category,
+                               expected_label=row.label) for row in read.rows]
+        for claim in claims:
+            queue_claim(claim)
+    return claims
 
 
 def queue_claim(claim: Claim) -> None:
@@ -118,7 +126,7 @@ def _parts(claim: Claim, decomposition: Decomposition, resolution: dict[str, Res
             seq += 1
             task, _ = VerificationTask.objects.get_or_create(
                 kg=claim.kg, head_id=head.pk, relation_id=relation.pk, tail_id=tail.pk,
-                defaults={"source": f"claim {claim.pk}"})
+                defaults={"source": claim.source if is_evaluation(claim.source) else f"claim {claim.pk}"})
             ClaimPart.objects.create(claim=claim, seq=seq, head_id=head.pk, relation_id=relation.pk, tail_id=tail.pk,
                                      negated=triple.negated, head_unknown=head_unknown, tail_unknown=tail_unknown, task=task)
             row["part"] = seq

@@ -13,8 +13,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from verifier.claims.importing import MAX_CLAIM_CHARS, ClaimFileError, ReadClaims, read_claims_upload
 from verifier.claims.service import (
-    MAX_CLAIM_CHARS,
     ClaimError,
     outcome,
     parts_of,
@@ -22,8 +22,10 @@ from verifier.claims.service import (
     retry_claim,
     review_claim,
     submit_claim,
+    submit_claims,
 )
 from verifier.models import Claim, ClaimReview, KnowledgeGraph
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.web.links import claim_export_links
 
@@ -35,7 +37,10 @@ class ClaimsForm(forms.Form):
     kg = forms.ModelChoiceField(queryset=KnowledgeGraph.objects.none(), label="Graph", empty_label=None)
     claims = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "placeholder": "One claim per line, e.g. "
                                                           "“Douglas Adams was born in a city of the United Kingdom.”"}),
-                             max_length=MAX_CLAIMS_PER_SUBMISSION * (MAX_CLAIM_CHARS + 1))
+                             max_length=MAX_CLAIMS_PER_SUBMISSION * (MAX_CLAIM_CHARS + 1), required=False)
+    file = forms.FileField(required=False, label="Or a file",
+                           help_text="One claim per line (.txt), a 'claim' column with optional 'label' and 'category' "
+                                     "(.csv), or JSON Lines as the claims benchmark writes them (.jsonl).")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -44,8 +49,6 @@ class ClaimsForm(forms.Form):
     def clean_claims(self) -> list[str]:
         lines = [" ".join(line.split()) for line in self.cleaned_data["claims"].replace("\x00", "").splitlines()]
         lines = [line for line in lines if line]
-        if not lines:
-            raise forms.ValidationError("Write at least one claim.")
         if len(lines) > MAX_CLAIMS_PER_SUBMISSION:
             raise forms.ValidationError(f"At most {MAX_CLAIMS_PER_SUBMISSION} claims at a time (these are {len(lines)}).")
         long = [n for n, line in enumerate(lines, start=1) if len(line) > MAX_CLAIM_CHARS]
@@ -53,11 +56,26 @@ class ClaimsForm(forms.Form):
             raise forms.ValidationError(f"Claim {long[0]} has more than {MAX_CLAIM_CHARS} characters: split it.")
         return lines
 
+    def clean(self):
+        data = super().clean()
+        if not data.get("claims") and not data.get("file") and not self.errors:
+            raise forms.ValidationError("Write at least one claim, or choose a file of claims.")
+        if data.get("file"):
+            try:
+                data["read"] = read_claims_upload(data["file"])
+            except ClaimFileError as error:
+                self.add_error("file", str(error))
+        return data
+
 
 def _list_page(request: HttpRequest, form: ClaimsForm, status: int = 200) -> HttpResponse:
-    claims = list(Claim.objects.select_related("kg")[:LISTED])
-    rows = [(claim, outcome(claim)) for claim in claims]
-    return render(request, "verifier/claim_list.html", {"form": form, "rows": rows}, status=status)
+    """The latest claims; those an evaluation drew from a benchmark only with ``?origin=all``."""
+    everything = request.GET.get("origin") == "all"
+    claims = Claim.objects.select_related("kg")
+    if not everything:
+        claims = claims.exclude(source__startswith=EVALUATION_SOURCE_PREFIX)
+    rows = [(claim, outcome(claim)) for claim in claims[:LISTED]]
+    return render(request, "verifier/claim_list.html", {"form": form, "rows": rows, "everything": everything}, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -68,22 +86,39 @@ def claim_list(request: HttpRequest) -> HttpResponse:
         return _list_page(request, ClaimsForm())
     if not has_role(request.user, CURATOR):
         return _list_page(request, ClaimsForm(), status=403)
-    form = ClaimsForm(request.POST)
+    form = ClaimsForm(request.POST, request.FILES)
     if not form.is_valid():
         return _list_page(request, form, status=400)
+    kg = form.cleaned_data["kg"]
     try:
         with transaction.atomic():
-            claims = [submit_claim(kg=form.cleaned_data["kg"], text=text, actor=request.user, source="workbench")
+            claims = [submit_claim(kg=kg, text=text, actor=request.user, source="workbench")
                       for text in form.cleaned_data["claims"]]
             for claim in claims:
                 queue_claim(claim)
+            if read := form.cleaned_data.get("read"):
+                claims += submit_claims(kg=kg, read=read, actor=request.user, source=form.cleaned_data["file"].name)
     except ClaimError as error:
         form.add_error("claims", str(error))
         return _list_page(request, form, status=400)
+    if read:
+        _report_file(request, form.cleaned_data["file"].name, read, len(claims))
+        return redirect(reverse("claim-list"))
     if len(claims) == 1:
         return redirect(reverse("claim-detail", args=[claims[0].pk]))
     messages.success(request, f"{len(claims)} claims queued: each is written as triples of the graph, then its parts are verified.")
     return redirect(reverse("claim-list"))
+
+
+SHOWN_PROBLEMS = 10
+
+
+def _report_file(request: HttpRequest, name: str, read: ReadClaims, queued: int) -> None:
+    messages.success(request, f"{queued} claims queued from {name}.")
+    if read.problems:
+        more = f" … and {len(read.problems) - SHOWN_PROBLEMS} more" if len(read.problems) > SHOWN_PROBLEMS else ""
+        messages.warning(request, f"{len(read.problems)} row{'s' if len(read.problems) != 1 else ''} of {name} not taken: "
+                                  + "; ".join(read.problems[:SHOWN_PROBLEMS]) + more)
 
 
 def _state(claim: Claim) -> dict:

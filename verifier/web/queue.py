@@ -28,7 +28,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier import services
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
-from verifier.models import Agreement, AuditEvent, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
+from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
     FILTER_PARAMS,
@@ -97,7 +97,12 @@ def _rows(tasks, queue_param: str) -> list[VerificationTask]:
     rows = list(tasks)
     suffix = f"?{urlencode({'queue': queue_param})}" if queue_param else ""
     verdict_labels = dict(Verdict.choices)
+    claims: dict[int, list[int]] = {}
+    for task_id, claim_id in ClaimPart.objects.filter(task_id__in=[t.pk for t in rows]).order_by(
+            "claim_id").values_list("task_id", "claim_id").distinct():
+        claims.setdefault(task_id, []).append(claim_id)
     for task in rows:
+        task.claims = claims.get(task.pk, [])  # the claims in plain language it is a part of
         task.verdict_label = verdict_labels.get(task.verdict, "")
         task.href = task_url(task.pk) + suffix
         task.run_href = run_url(task.latest_run_id) + suffix if task.latest_run_id else ""

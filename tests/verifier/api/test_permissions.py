@@ -74,6 +74,8 @@ ENDPOINTS = [
              lambda o: {"kg": o["kg"].pk, "text": "Douglas Adams was born in Cambridge."}),
     Endpoint("claim detail", "get", "viewer", 200, lambda o: reverse("api:claim-detail", args=[o["claim"].pk])),
     Endpoint("claim retry", "post", "curator", 200, lambda o: reverse("api:claim-retry", args=[o["claim"].pk])),
+    Endpoint("claim import", "post", "curator", 201, lambda o: reverse("api:claim-import-file"),
+             lambda o: {"kg": o["kg"].pk, "file": SimpleUploadedFile("claims.txt", b"Douglas Adams was born in Cambridge.\n")}),
     Endpoint("claim comment", "post", "curator", 201, lambda o: reverse("api:claim-review", args=[o["written_claim"].pk]),
              lambda o: {"decision": "comment", "reason": "Which Cambridge?"}),
     Endpoint("claim decision", "post", "reviewer", 201, lambda o: reverse("api:claim-review", args=[o["written_claim"].pk]),

@@ -11,7 +11,7 @@ from verifier.claims.benchmark import CATEGORIES, generate, write_jsonl
 from verifier.claims.evaluation import ClaimBenchmarkError, read_claims, summary, wilson
 from verifier.kg.loader import load_source
 from verifier.kg.sources import read_codex
-from verifier.models import Claim, Entity, Relation, Triple
+from verifier.models import Claim, ClaimPart, Entity, Relation, Triple
 
 pytestmark = pytest.mark.django_db
 
@@ -68,10 +68,11 @@ def test_generated_claims_are_balanced_and_say_what_their_label_says(held_out_co
 
 
 @pytest.mark.parametrize("line, message", [
-    ('{"claim": "A is B."}', "line 1: not a claim object"),
-    ('{"claim": "A is B.", "label": "yes"}', "'label' true or false"),
+    ('{"claim": "A is B."}', "line 1: no 'label'"),
+    ('{"claim": "A is B.", "label": "maybe"}', "label 'maybe' is not true or false"),
     ('{"claim": "A is B.", "label": true, "category": "rumour"}', "unknown category 'rumour'"),
-    ("not json", "line 1: not a claim object"),
+    ("not json", "line 1: not JSON"),
+    ('{"label": true}', "line 1: the claim is empty"),
 ])
 def test_a_claims_file_that_cannot_be_read_names_its_line(tmp_path, line, message):
     path = tmp_path / "claims.jsonl"
@@ -111,7 +112,9 @@ def test_evaluate_runs_a_claims_file_resumably_with_figures_per_category(world_k
     assert "[3/3] line 3 negation: failed (expected supported) ✗" in first  # the reply is no pseudo-subgraph
     assert "| overall | 3 | 66.7 |" in first
     stored = Claim.objects.filter(kg=world_kg).order_by("source")
-    assert [c.source for c in stored] == ["claims.jsonl:1", "claims.jsonl:2", "claims.jsonl:3"]
+    assert [c.source for c in stored] == ["evaluation:claims.jsonl:1", "evaluation:claims.jsonl:2", "evaluation:claims.jsonl:3"]
+    parts = ClaimPart.objects.filter(claim__in=stored).select_related("task")
+    assert parts and all(p.task.source.startswith("evaluation:") for p in parts)  # kept out of the work queue
     # The second pass reused both decomposed claims and their runs: only the failed claim was asked again (its
     # reply and the repair round).
     assert Claim.objects.filter(kg=world_kg).count() == 3 and asked_again == 2
