@@ -1,5 +1,6 @@
-// The run page's support subgraph: entities as nodes, relations as edges, the query triple highlighted.
-// Bundled by esbuild into static/kgv/dist/graph.js; static/kgv/run.js calls window.KGVGraph.draw().
+// The run page's support subgraph (the query triple highlighted) and the claim page's pseudo-subgraph: entities as
+// nodes, relations as edges. Bundled by esbuild into static/kgv/dist/graph.js; static/kgv/run.js and claim.js call
+// window.KGVGraph.draw().
 import cytoscape from "cytoscape";
 
 const STYLE = [
@@ -39,18 +40,28 @@ const STYLE = [
     style: { "line-color": "#c0392b", "target-arrow-color": "#c0392b", "line-style": "dashed", width: 3 },
   },
   { selector: ".selected-evidence", style: { "overlay-color": "#f1c40f", "overlay-opacity": 0.35 } },
+  // A claim's pseudo-subgraph (the claim page): an unknown the claim only describes, and whether each part holds.
+  { selector: "node.unknown", style: { shape: "diamond", "background-color": "#d98e04", width: 24, height: 24 } },
+  { selector: "edge.supported", style: { "line-color": "#2c7a4b", "target-arrow-color": "#2c7a4b", width: 2.5 } },
+  { selector: "edge.refuted", style: { "line-color": "#c0392b", "target-arrow-color": "#c0392b", width: 2.5 } },
+  { selector: "edge.open", style: { "line-style": "dashed" } },
+  { selector: "edge.negated", style: { "target-arrow-shape": "tee" } },
 ];
 
 function elementsOf(data) {
-  const nodes = data.nodes.map((n) => ({ data: { id: n.id, label: n.label || n.id }, classes: n.query ? "query" : "" }));
+  const nodes = data.nodes.map((n) => ({
+    data: { id: n.id, label: n.label || n.id },
+    classes: [n.query ? "query" : "", n.unknown ? "unknown" : ""].join(" ").trim(),
+  }));
   const edges = data.edges.map((e) => ({
     data: { id: e.id, source: e.source, target: e.target, label: e.label || e.relation, keys: e.keys || [] },
-    classes: [e.query ? "query" : "", e.cited ? "cited" : ""].join(" ").trim(),
+    classes: [e.query ? "query" : "", e.cited ? "cited" : "", e.state || "", e.negated ? "negated" : ""].join(" ").trim(),
   }));
   return nodes.concat(edges);
 }
 
-// Draw ``data`` ({nodes: [{id, label, query}], edges: [{id, source, target, label, query, cited, keys}]})
+// Draw ``data`` ({nodes: [{id, label, query, unknown}], edges: [{id, source, target, label, query, cited, keys,
+// state, negated}]}; state: supported / refuted / open, a claim part's)
 // into ``container``; ``onSelect(keys)`` is told which evidence keys an edge came from when it is clicked.
 function draw(container, data, onSelect) {
   const cy = cytoscape({

@@ -1,6 +1,7 @@
 """A curator pastes a claim in plain language and follows it in a real browser: the worker writes it as triples of
 the graph (the scripted model), the part's run streams, the claim's verdict appears without a reload; a viewer reads
-it without the form; a reviewer's override of the part turns the claim's verdict."""
+it without the form; a reviewer's override of the part turns the claim's verdict, and a decision on the whole claim
+stands over its parts."""
 
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ def test_a_curator_submits_a_claim_and_watches_it_verified(browser_context, worl
     assert "Douglas Adams" in page.inner_text("#claim-parts") and "educated at" in page.inner_text("#claim-parts")
     page.wait_for_selector("#claim-verdict[data-verdict=supported]", timeout=90_000)
     assert "Every part holds as the claim says" in page.inner_text("#claim-justification")
+    page.wait_for_selector("#claim-graph canvas", timeout=30_000)  # the pseudo-subgraph drawn
+    assert page.is_visible("#claim-graph-card")
     part = claim.parts.get()
     assert (part.head.external_id, part.relation.external_id, part.tail.external_id) == ("Q42", "P69", "Q691283")
     run = Run.objects.get(task=part.task)
     assert run.status == Run.Status.SUCCEEDED and run.created_by.username == "cora"
-    shoot(page, "claim")
 
     # The part's verdict links to its run; overriding it there refutes the claim.
     page.click(f"#claim-parts a[href='/runs/{run.pk}/']")
@@ -45,6 +47,24 @@ def test_a_curator_submits_a_claim_and_watches_it_verified(browser_context, worl
     assert page.get_attribute("#claim-verdict", "data-verdict") == "refuted"
     page.goto("/claims/")
     assert page.inner_text(f"#claims tr[data-claim='{claim.pk}'] td[data-field=verdict]").strip() == "Refuted"
+
+    # A reviewer decides on the claim as a whole: the override stands over its parts.
+    make_user("reviewer", username="rita")
+    browser_context.clear_cookies()  # cora signs out
+    page = sign_in(browser_context, "rita", PASSWORD)
+    page.goto(f"/claims/{claim.pk}/")
+    page.fill("#claim-review-reason", "The college's records list him; the KG's source is incomplete.")
+    page.click("#claim-override")
+    page.wait_for_selector("#claim-verdict[data-verdict=supported]")
+    assert "overridden by rita" in page.inner_text("#claim-decided")
+    assert "records list him" in page.inner_text("#claim-reviews")
+    page.goto(f"/claims/{claim.pk}/")
+    page.wait_for_selector("#claim-graph canvas")
+    assert page.inner_text("#claim-parts .badge.verdict-incorrect") == "Incorrect"  # the part's standing verdict
+    shoot(page, "claim")
+    page.click("#claim-queue")  # its parts in the queue
+    page.wait_for_selector(f"a.claim-link[data-claim='{claim.pk}']")
+    assert page.locator("td.triple").count() == 1
 
 
 def test_a_viewer_reads_claims_without_the_form_and_a_failed_claim_says_why(browser_context, world_kg, make_user):

@@ -42,6 +42,10 @@ class PartOutcome:
         return SUPPORTED if (self.verdict == "correct") != self.negated else REFUTED
 
     @property
+    def verdict_text(self) -> str:
+        return VERDICT_TEXT.get(self.verdict, "")
+
+    @property
     def p_holds(self) -> float | None:
         """Probability that the part holds as the claim says (None when unknown)."""
         if not self.resolved or self.confidence is None or self.verdict not in ("correct", "incorrect"):

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier.claims.importing import MAX_CLAIM_CHARS, ClaimFileError, ReadClaims, read_claims_upload
 from verifier.claims.service import (
     ClaimError,
+    PartView,
     outcome,
     parts_of,
     queue_claim,
@@ -121,10 +122,27 @@ def _report_file(request: HttpRequest, name: str, read: ReadClaims, queued: int)
                                   + "; ".join(read.problems[:SHOWN_PROBLEMS]) + more)
 
 
+def claim_graph(parts: list[PartView]) -> dict:
+    """The pseudo-subgraph for the page's drawing (static/kgv/dist/graph.js): the entities as nodes, an unknown
+    marked and labelled with what resolved it, each triple an edge coloured by whether it holds as claimed."""
+    nodes, edges = {}, []
+    for number, view in enumerate(parts, start=1):
+        row = view.row
+        for side in ("head", "tail"):
+            unknown = row[f"{side}_unknown"]
+            resolved = row[side] != unknown
+            label = f"{unknown} → {row[f'{side}_label']}" if unknown and resolved else row[f"{side}_label"]
+            nodes.setdefault(row[side], {"id": row[side], "label": label, "unknown": bool(unknown)})
+        edges.append({"id": f"part-{number}", "source": row["head"], "target": row["tail"],
+                      "label": f"{'NOT ' if row['negated'] else ''}{row['relation_label']}", "state": view.outcome.state,
+                      "negated": row["negated"], "keys": []})
+    return {"nodes": list(nodes.values()), "edges": edges}
+
+
 def _state(claim: Claim) -> dict:
     parts = parts_of(claim)
     verdict = outcome(claim, parts)
-    return {"claim": claim, "parts": parts, "verdict": verdict,
+    return {"claim": claim, "parts": parts, "verdict": verdict, "graph": claim_graph(parts),
             "settled": claim.status == Claim.Status.FAILED or (claim.status == Claim.Status.DECOMPOSED and verdict.verdict != "open"
                                                               and not any(v.run and not v.run.is_finished for v in parts))}
 
@@ -147,7 +165,8 @@ def claim_state(request: HttpRequest, claim_id: int) -> HttpResponse:
     claim = get_object_or_404(Claim.objects.select_related("kg"), pk=claim_id)
     state = _state(claim)
     html = render(request, "verifier/claim_parts.html", state).content.decode()
-    return JsonResponse({"status": claim.status, "verdict": state["verdict"].verdict, "settled": state["settled"], "html": html})
+    return JsonResponse({"status": claim.status, "verdict": state["verdict"].verdict, "settled": state["settled"], "html": html,
+                         "graph": state["graph"]})
 
 
 @require_POST

@@ -83,6 +83,6 @@ def test_bad_export_selections_are_400(verified, client_as):
     client = client_as("viewer")
     url = reverse("api:export", kwargs={"fmt": "json"})
     assert "tasks" in assert_error(client.get(url + "?tasks=1,x"), 400, "invalid")["details"]
-    assert "name the tasks or runs" in assert_error(client.get(url), 400, "invalid")["message"]
+    assert "name the tasks, runs or claims" in assert_error(client.get(url), 400, "invalid")["message"]
     pending = make_task(verified["kg"], "Q90", "P17", "Q142")
     assert "has a finished run" in assert_error(client.get(url + f"?tasks={pending.pk}"), 400, "invalid")["message"]
