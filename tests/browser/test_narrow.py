@@ -8,6 +8,7 @@ import pytest
 from tests.browser.conftest import sign_in
 from tests.browser.test_workbench import finished_run, task_of
 from tests.users import PASSWORD
+from verifier.models import Claim
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WIDTH = 400
@@ -22,12 +23,14 @@ WIDEST = """[...document.querySelectorAll('main *, header *')]
 def test_every_page_fits_400_px_and_keeps_sign_out_in_view(chromium, server_url, world_kg, make_user):
     make_user("admin", username="ada")
     run = finished_run(task_of(world_kg, "Q42", "P27", "Q145"), make_user("curator", username="cora"))
+    claim = Claim.objects.create(kg=world_kg, text="Douglas Adams is a citizen of the United Kingdom.",
+                                 status=Claim.Status.DECOMPOSED)
     context = chromium.new_context(base_url=server_url, viewport={"width": WIDTH, "height": 800})
     context.set_default_timeout(15_000)
     try:
         page = sign_in(context, "ada", PASSWORD)
         pages = ["/", f"/runs/{run.pk}/", f"/tasks/{run.task_id}/", "/import/", "/memory/", "/evaluations/", "/entities/",
-                 "/reviewers/", "/webhooks/", "/audit/", "/health/", "/api/"]  # /api/: DRF's own page, its own header
+                 "/reviewers/", "/webhooks/", "/audit/", "/health/", "/claims/", f"/claims/{claim.pk}/", "/api/"]  # /api/: DRF's own page, its own header
         problems = {}
         for path in pages:
             page.goto(path)
