@@ -31,7 +31,8 @@
         draw(state.graph);
         if (state.settled) {
           live.dataset.settled = "true";
-          if (state.status === "failed" || state.status === "decomposed") window.location.reload(); // the retry or review form
+          // the retry or review form, which the page lacked while the claim was pending
+          if (state.status === "failed" || !document.getElementById("claim-review")) window.location.reload();
           return;
         }
         delay = 1500;

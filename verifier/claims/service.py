@@ -195,7 +195,7 @@ def parts_of(claim: Claim) -> list[PartView]:
 
 def standing_decision(claim: Claim) -> ClaimDecision | None:
     """The latest reviewer's decision on the whole claim (comments decide nothing)."""
-    review = claim.reviews.exclude(decision=ClaimReview.Decision.COMMENT).select_related("reviewer").first()
+    review = next((r for r in claim.reviews.all() if r.decision != ClaimReview.Decision.COMMENT), None)  # newest first
     return ClaimDecision(review.verdict, review.reviewer.get_username(), review.reason) if review else None
 
 

@@ -211,7 +211,7 @@ class ProvGraph:
     def add_review(self, record: RunRecord, review: ReviewRecord, verdict: URIRef) -> None:
         self.add_review_activity(self.iri("runs", record.run_id, "reviews", review.id), review, verdict, record.verdict)
 
-    def add_review_activity(self, activity: URIRef, review, verdict: URIRef, reviewed_verdict: str) -> None:
+    def add_review_activity(self, activity: URIRef, review: ReviewRecord, verdict: URIRef, reviewed_verdict: str) -> None:
         """A reviewer's decision on a verdict (a run's or a claim's): an activity that used it and, unless it is a
         comment, generated the reviewed verdict, a revision of the one reviewed when it differs."""
         reviewer = self.person(review.reviewer)

@@ -162,16 +162,6 @@ class ClaimPartRecord:
 
 
 @dataclass(frozen=True)
-class ClaimReviewRecord:
-    id: int
-    reviewer: str
-    decision: str
-    verdict: str
-    reason: str
-    created_at: datetime
-
-
-@dataclass(frozen=True)
 class ClaimRecord:
     claim_id: int
     kg: str
@@ -190,7 +180,7 @@ class ClaimRecord:
     justification: str
     created_at: datetime
     parts: list[ClaimPartRecord] = field(default_factory=list)
-    reviews: list[ClaimReviewRecord] = field(default_factory=list)
+    reviews: list[ReviewRecord] = field(default_factory=list)  # decisions on the whole claim (supported / refuted)
 
     @property
     def task_ids(self) -> list[int]:
@@ -220,8 +210,8 @@ def claim_record(claim: Claim) -> ClaimRecord:
         written=claim.written, verdict=verdict.verdict, verdict_from_parts=verdict.from_parts,
         decided_by=verdict.decided_by, confidence=verdict.confidence, justification=verdict.justification,
         created_at=claim.created_at, parts=[_part(view) for view in parts],
-        reviews=[ClaimReviewRecord(r.pk, r.reviewer.get_username(), r.decision, r.verdict, r.reason, r.created_at)
-                 for r in claim.reviews.select_related("reviewer")])
+        reviews=[ReviewRecord(r.pk, r.reviewer_id, _user_name(r.reviewer), r.decision, r.verdict, r.reason, r.created_at)
+                 for r in claim.reviews.all()])
 
 
 @dataclass
@@ -288,7 +278,7 @@ def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = (), claim_i
         raise SelectionError(f"at most {MAX_SELECTION} tasks, runs and claims per export")
     missing_tasks = set(task_ids) - set(VerificationTask.objects.filter(pk__in=task_ids).values_list("pk", flat=True))
     missing_runs = set(run_ids) - set(Run.objects.filter(pk__in=run_ids).values_list("pk", flat=True))
-    claims = Claim.objects.select_related("kg").in_bulk(claim_ids)
+    claims = Claim.objects.select_related("kg").prefetch_related("reviews__reviewer").in_bulk(claim_ids)
     if missing_tasks or missing_runs or len(claims) < len(claim_ids):
         named = [f"task {pk}" for pk in sorted(missing_tasks)] + [f"run {pk}" for pk in sorted(missing_runs)] + [
             f"claim {pk}" for pk in claim_ids if pk not in claims]

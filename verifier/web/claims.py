@@ -72,7 +72,7 @@ class ClaimsForm(forms.Form):
 def _list_page(request: HttpRequest, form: ClaimsForm, status: int = 200) -> HttpResponse:
     """The latest claims; those an evaluation drew from a benchmark only with ``?origin=all``."""
     everything = request.GET.get("origin") == "all"
-    claims = Claim.objects.select_related("kg")
+    claims = Claim.objects.select_related("kg").prefetch_related("reviews__reviewer")
     if not everything:
         claims = claims.exclude(source__startswith=EVALUATION_SOURCE_PREFIX)
     rows = [(claim, outcome(claim)) for claim in claims[:LISTED]]
@@ -150,8 +150,8 @@ def _state(claim: Claim) -> dict:
 @require_GET
 @role_required(VIEWER)
 def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
-    claim = get_object_or_404(Claim.objects.select_related("kg"), pk=claim_id)
-    reviews = claim.reviews.select_related("reviewer")
+    claim = get_object_or_404(Claim.objects.select_related("kg").prefetch_related("reviews__reviewer"), pk=claim_id)
+    reviews = claim.reviews.all()
     return render(request, "verifier/claim_detail.html", {**_state(claim), "reviews": reviews,
                                                            "verdicts": ClaimReview.Verdict.choices,
                                                            "can_review": has_role(request.user, REVIEWER),
@@ -162,7 +162,7 @@ def claim_detail(request: HttpRequest, claim_id: int) -> HttpResponse:
 @role_required(VIEWER)
 def claim_state(request: HttpRequest, claim_id: int) -> HttpResponse:
     """The claim page's live part (polled until the claim is settled): its status and its parts' panel as HTML."""
-    claim = get_object_or_404(Claim.objects.select_related("kg"), pk=claim_id)
+    claim = get_object_or_404(Claim.objects.select_related("kg").prefetch_related("reviews__reviewer"), pk=claim_id)
     state = _state(claim)
     html = render(request, "verifier/claim_parts.html", state).content.decode()
     return JsonResponse({"status": claim.status, "verdict": state["verdict"].verdict, "settled": state["settled"], "html": html,
