@@ -98,12 +98,13 @@ def claim_list(request: HttpRequest) -> HttpResponse:
             for claim in claims:
                 queue_claim(claim)
             if read := form.cleaned_data.get("read"):
-                claims += submit_claims(kg=kg, read=read, actor=request.user, source=form.cleaned_data["file"].name)
+                from_file = submit_claims(kg=kg, read=read, actor=request.user, source=form.cleaned_data["file"].name)
+                claims += from_file
     except ClaimError as error:
         form.add_error("claims", str(error))
         return _list_page(request, form, status=400)
     if read:
-        _report_file(request, form.cleaned_data["file"].name, read, len(claims))
+        _report_file(request, form.cleaned_data["file"].name, read, len(from_file))
         return redirect(reverse("claim-list"))
     if len(claims) == 1:
         return redirect(reverse("claim-detail", args=[claims[0].pk]))
