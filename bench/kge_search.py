@@ -13,6 +13,10 @@ Each argument after the KG name is a JSON object of `KGEConfig` settings over th
 stopped, the slice's MRR and the validation split's MRR and Hits@10, and what the verdict would get from
 it: the structural calibration's cross-validated accuracy (as drawn and relation-matched) and ECE on the
 KG's calibration triples, with the text features as they are.
+
+With ``--members K`` each configuration is trained K times (seeds seed, seed + 1, …) and the validation
+MRR of the ensemble that averages the members' log-probabilities is printed after each member, with the
+members' training minutes summed: whether averaging a few networks buys what one network cannot.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +38,7 @@ import django  # noqa: E402
 django.setup()
 
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 from verifier.management.commands.train_kge import dataset_validation  # noqa: E402
 from verifier.models import KnowledgeGraph, StructuralModel  # noqa: E402
@@ -57,10 +63,39 @@ def calibrated(kg: KnowledgeGraph, config: kge.KGEConfig, trained: kge.Trained, 
             f"matched {figures['cross_validated_matched_accuracy']:.3f}, ECE {figures['cross_validated_ece']:.3f}")
 
 
+def log_probs(model, triples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each triple's log p(tail | head, relation) and log p(head | tail, relation⁻¹) over all entities."""
+    tails, heads = [], []
+    with torch.inference_mode():
+        for start in range(0, len(triples), 256):
+            batch = torch.as_tensor(triples[start:start + 256])
+            tails.append(torch.log_softmax(model.predict_t(batch[:, [0, 1]]), dim=1).numpy())
+            heads.append(torch.log_softmax(model.predict_h(batch[:, [1, 2]]), dim=1).numpy())
+    return np.concatenate(tails), np.concatenate(heads)
+
+
+def filtered_mrr(scores: tuple[np.ndarray, np.ndarray], triples: np.ndarray, known: np.ndarray) -> float:
+    """Filtered MRR over both sides, ties ranked at their mean (PyKEEN's "realistic" rank)."""
+    tails, heads = defaultdict(set), defaultdict(set)
+    for h, r, t in known.tolist():
+        tails[(h, r)].add(t)
+        heads[(r, t)].add(h)
+    reciprocal = []
+    for side, matrix in zip(("tail", "head"), scores, strict=True):
+        for row, (h, r, t) in zip(matrix, triples.tolist(), strict=True):
+            target, others = (t, tails[(h, r)]) if side == "tail" else (h, heads[(r, t)])
+            row = row.copy()
+            row[list(others - {target})] = -np.inf
+            ties = int((row == row[target]).sum()) - 1
+            reciprocal.append(1.0 / (1 + int((row > row[target]).sum()) + ties / 2))
+    return float(np.mean(reciprocal))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kg", help="name of a loaded KG")
     parser.add_argument("configs", nargs="+", help="JSON objects of KGEConfig settings over the default")
+    parser.add_argument("--members", type=int, default=1, help="train each configuration this many times and report the ensemble")
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
     data = training_data(kg)
@@ -72,14 +107,23 @@ def main() -> None:
           f"{0 if scored is None else len(scored):,} validation triples; default {base.to_dict()}", flush=True)
     for text in args.configs:
         config = replace(base, **json.loads(text))
-        trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
-                            validation=data.calibration, known=known)
-        line = (f"{text}: {trained.epochs} epochs in {trained.seconds / 60:.1f} min ({trained.stopped_because}); "
-                f"slice MRR {trained.validation['mrr']:.3f}")
-        if scored is not None:
-            figures = kge.link_prediction(trained.model, scored, np.concatenate([known, scored]))
-            line += f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}"
-        print(f"{line}; {calibrated(kg, config, trained, data)}", flush=True)
+        summed, minutes = None, 0.0
+        for member in range(args.members):
+            member_config = replace(config, seed=config.seed + member)
+            trained = kge.train(member_config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
+                                validation=data.calibration, known=known)
+            minutes += trained.seconds / 60
+            line = (f"{text} (seed {member_config.seed}): {trained.epochs} epochs in {trained.seconds / 60:.1f} min "
+                    f"({trained.stopped_because}); slice MRR {trained.validation['mrr']:.3f}")
+            if scored is not None:
+                figures = kge.link_prediction(trained.model, scored, np.concatenate([known, scored]))
+                line += f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}"
+                if args.members > 1:
+                    scores = log_probs(trained.model, scored)
+                    summed = scores if summed is None else (summed[0] + scores[0], summed[1] + scores[1])
+                    line += (f"; ensemble of {member + 1}: validation MRR "
+                             f"{filtered_mrr(summed, scored, np.concatenate([known, scored])):.3f} in {minutes:.1f} min")
+            print(f"{line}; {calibrated(kg, member_config, trained, data)}", flush=True)
 
 
 if __name__ == "__main__":

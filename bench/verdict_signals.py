@@ -1,0 +1,178 @@
+"""How much each signal lifts the verdict: cross-validated on a KG's labelled calibration triples.
+
+Before building a new kind of evidence into the agent, measure whether it separates true from false
+triples beyond what the plausibility already does. This takes the triples the structural calibration is
+fitted on (CoDEx-S: its 3,654 labelled validation triples; verifier/structure/fitting.py) with their
+folds, and reports for each combination the out-of-fold accuracy as drawn, relation-matched (what a
+relation-matched benchmark measures) and ECE:
+
+- the plausibility's features, Platt-scaled per relation: what KG_Plausibility states;
+- the plausibility's and the rule evidence's features in one such calibration;
+- gradient-boosted trees (scikit-learn) on both, the relation as a category: what a non-linear
+  weighing of the same evidence could reach.
+
+With ``--probe-pairs N``, N relation-matched (true, false) pairs of those triples are also asked of the
+configured language model (the embedded one unless LLM_BASE_URL is set): the head's passage, the tail's
+description and the triple, answered in one word, its log-odds of Correct against Incorrect read from the
+first token (``weighing.probe_logit``). Reported: the probe's ROC AUC, its correlation with the
+plausibility's logit, and the cross-validated accuracy of the plausibility with and without it on those
+pairs. Each answer is cached in ``--cache`` so an interrupted run resumes.
+
+    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kgv_web.settings")
+os.environ.setdefault("DEBUG", "1")
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+
+from verifier.agent.weighing import logit, probe_logit  # noqa: E402
+from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
+from verifier.structure.calibration import cross_fit, fold_assignment, matched_weights  # noqa: E402
+from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
+from verifier.structure.rule_evidence import rule_evidence, rule_features  # noqa: E402
+from verifier.structure.scoring import LoadedModel  # noqa: E402
+
+PASSAGE_CHARS = 1200
+
+
+def line(name: str, figures: dict, n: int) -> str:
+    return (f"{name:58s} n {n:5d}  accuracy {figures['cross_validated_accuracy']:.3f}  "
+            f"matched {figures['cross_validated_matched_accuracy']:.3f}  ECE {figures['cross_validated_ece']:.3f}")
+
+
+def calibrated(x: np.ndarray, relations: list[str], labels: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    """Out-of-fold probabilities of the per-relation Platt scaling the plausibility uses."""
+    _, out = cross_fit(x, relations, labels, feature_names=[str(i) for i in range(x.shape[1])], folds=folds)
+    return out
+
+
+def boosted(x: np.ndarray, relation_ids: np.ndarray, labels: np.ndarray, folds: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Out-of-fold probabilities of gradient-boosted trees, the relation a categorical feature, each relation's
+    triples weighed as the calibration weighs them (a 50% prior per relation)."""
+    codes = np.unique(relation_ids, return_inverse=True)[1]
+    features = np.column_stack([x, codes])
+    out = np.zeros(len(labels))
+    for k in range(int(folds.max()) + 1):
+        fit, held = folds != k, folds == k
+        trees = HistGradientBoostingClassifier(categorical_features=[features.shape[1] - 1], max_iter=200, learning_rate=0.05,
+                                               max_leaf_nodes=15, l2_regularization=1.0, random_state=0)
+        trees.fit(features[fit], labels[fit], sample_weight=weights[fit] + 1e-3)
+        out[held] = trees.predict_proba(features[held])[:, 1]
+    return out
+
+
+def matched_pairs(triples: np.ndarray, labels: np.ndarray, n: int, seed: int = 0) -> list[int]:
+    """Indices of ``n`` (true, false) pairs of one relation each, drawn with ``seed``."""
+    by_relation: dict[int, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+    for i, relation in enumerate(triples[:, 1].tolist()):
+        by_relation[relation][0 if labels[i] else 1].append(i)
+    rng, pairs = random.Random(seed), []
+    for _, (true, false) in sorted(by_relation.items()):
+        rng.shuffle(true)
+        rng.shuffle(false)
+        pairs += list(zip(true, false, strict=False))
+    rng.shuffle(pairs)
+    return [i for pair in pairs[:n] for i in pair]
+
+
+def probes(triples: np.ndarray, chosen: list[int], cache: Path) -> dict[int, float | None]:
+    """The configured model's one-word log-odds for each chosen triple (cached by triple)."""
+    from kgv_web.embedded_llm import provide_local_llm
+    from verifier.wiring import build_llm
+
+    provide_local_llm()
+    llm = build_llm(use_grammar=False)
+    answers = json.loads(cache.read_text()) if cache.exists() else {}
+    rows = triples[chosen]
+    entities = {e.pk: e for e in Entity.objects.filter(pk__in=set(rows[:, [0, 2]].ravel().tolist()))}
+    passages: dict[int, str] = {}
+    for entity, text in Passage.objects.filter(entity_id__in=list(entities)).order_by("pk").values_list("entity_id", "text"):
+        passages.setdefault(entity, text)
+    relations = dict(Relation.objects.filter(pk__in=set(rows[:, 1].tolist())).values_list("pk", "label"))
+    for done, i in enumerate(chosen):
+        key = "\t".join(map(str, triples[i].tolist()))
+        if key in answers:
+            continue
+        head, relation, tail = (int(v) for v in triples[i])
+        h, t = entities[head], entities[tail]
+        about = passages.get(head, h.description or "")[:PASSAGE_CHARS]
+        messages = [{"role": "system", "content": "You are a careful fact checker. Answer with one word."},
+                    {"role": "user", "content": f"About {h.label}:\n{about}\n\n{t.label}: {t.description}\n\n"
+                                                f"Claim: ({h.label}, {relations[relation]}, {t.label})\n"
+                                                "Is this claim true? Answer Correct or Incorrect."}]
+        answers[key] = probe_logit(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs)
+        if done % 10 == 9:
+            cache.write_text(json.dumps(answers))
+            print(f"  probed {done + 1}/{len(chosen)}", flush=True)
+    cache.write_text(json.dumps(answers))
+    return {i: answers["\t".join(map(str, triples[i].tolist()))] for i in chosen}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kg", help="name of a loaded KG with a ready structural model")
+    parser.add_argument("--probe-pairs", type=int, default=0, help="relation-matched pairs to ask the language model")
+    parser.add_argument("--cache", type=Path, default=Path("reports/verdict-signals-probe.json"))
+    args = parser.parse_args()
+    kg = KnowledgeGraph.objects.get(name=args.kg)
+    model = StructuralModel.objects.ready_for(kg)
+    if model is None:
+        sys.exit(f"{kg.name} has no ready structural model: manage.py train_kge {kg.name}")
+    rows, source = structural_fit_set(model)
+    rows = list({row[:3]: row for row in rows}.values())
+    triples = np.array([r[:3] for r in rows], dtype=np.int64)
+    labels = np.array([r[3] for r in rows], dtype=bool)
+    relations = [str(r) for r in triples[:, 1]]
+    folds = fold_assignment(relations, labels)
+    if folds is None:
+        sys.exit("too few labelled triples of each kind for cross-validation")
+    print(f"{kg.name}: {len(labels):,} labelled triples ({source}), structural model #{model.pk}", flush=True)
+    plausibility = LoadedModel(model).features(triples)
+    rules = np.array([rule_features(rule_evidence(kg, *map(int, t), limit=1)) for t in triples])
+    weights = matched_weights(relations, labels.astype(int))
+    both = np.hstack([plausibility, rules])
+    p_plausibility = calibrated(plausibility, relations, labels, folds)
+    for name, p in [("plausibility (Platt per relation)", p_plausibility),
+                    ("plausibility + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
+                    ("plausibility + rule evidence (boosted trees)", boosted(both, triples[:, 1], labels, folds, weights))]:
+        print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
+    if args.probe_pairs:
+        chosen = matched_pairs(triples, labels, args.probe_pairs)
+        answered = {i: v for i, v in probes(triples, chosen, args.cache).items() if v is not None}
+        index = np.array([i for i in chosen if i in answered])
+        probe, truth = np.array([answered[i] for i in index]), labels[index]
+        structural = np.array([logit(p) for p in p_plausibility[index]])
+        print(f"probe: {len(index)} of {len(chosen)} answered; AUC {roc_auc_score(truth, probe):.3f} "
+              f"(plausibility {roc_auc_score(truth, structural):.3f}), correlation with the plausibility's logit "
+              f"{np.corrcoef(probe, structural)[0, 1]:.2f}, leaning Correct on {float((probe > 0).mean()):.0%}")
+        position = {i: k for k, i in enumerate(chosen)}
+        pair_folds = np.array([position[i] // 2 % 5 for i in index])  # a pair's two triples share a fold
+        for name, x in [("plausibility", structural[:, None]), ("plausibility + probe", np.column_stack([structural, probe]))]:
+            out = np.zeros(len(index))
+            for k in range(5):
+                fit, held = pair_folds != k, pair_folds == k
+                out[held] = LogisticRegression().fit(x[fit], truth[fit]).predict_proba(x[held])[:, 1]
+            print(f"  {name:30s} accuracy on the probed pairs {float(((out >= 0.5) == truth).mean()):.3f}")
+
+
+if __name__ == "__main__":
+    main()
