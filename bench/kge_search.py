@@ -105,6 +105,7 @@ def main() -> None:
     base = kge.default_config(len(data.train), data.num_entities)
     print(f"{kg.name}: {len(data.train):,} training triples, {len(data.calibration):,} in the calibration slice, "
           f"{0 if scored is None else len(scored):,} validation triples; default {base.to_dict()}", flush=True)
+    filter_with = None if scored is None else np.concatenate([known, scored])
     for text in args.configs:
         config = replace(base, **json.loads(text))
         summed, minutes = None, 0.0
@@ -116,13 +117,13 @@ def main() -> None:
             line = (f"{text} (seed {member_config.seed}): {trained.epochs} epochs in {trained.seconds / 60:.1f} min "
                     f"({trained.stopped_because}); slice MRR {trained.validation['mrr']:.3f}")
             if scored is not None:
-                figures = kge.link_prediction(trained.model, scored, np.concatenate([known, scored]))
+                figures = kge.link_prediction(trained.model, scored, filter_with)
                 line += f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}"
                 if args.members > 1:
                     scores = log_probs(trained.model, scored)
                     summed = scores if summed is None else (summed[0] + scores[0], summed[1] + scores[1])
                     line += (f"; ensemble of {member + 1}: validation MRR "
-                             f"{filtered_mrr(summed, scored, np.concatenate([known, scored])):.3f} in {minutes:.1f} min")
+                             f"{filtered_mrr(summed, scored, filter_with):.3f} in {minutes:.1f} min")
             print(f"{line}; {calibrated(kg, member_config, trained, data)}", flush=True)
 
 

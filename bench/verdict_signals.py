@@ -138,7 +138,6 @@ def main() -> None:
     if model is None:
         sys.exit(f"{kg.name} has no ready structural model: manage.py train_kge {kg.name}")
     rows, source = structural_fit_set(model)
-    rows = list({row[:3]: row for row in rows}.values())
     triples = np.array([r[:3] for r in rows], dtype=np.int64)
     labels = np.array([r[3] for r in rows], dtype=bool)
     relations = [str(r) for r in triples[:, 1]]

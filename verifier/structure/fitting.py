@@ -49,7 +49,15 @@ def labelled_dataset(kg: KnowledgeGraph):
 
 
 def structural_fit_set(model: StructuralModel) -> tuple[LabelledRows, str]:
-    """(labelled row triples, where they come from) for calibrating ``model``."""
+    """(labelled row triples, one row per triple, where they come from) for calibrating ``model``."""
+    rows, source = _labelled_rows(model)
+    unique: dict[tuple[int, int, int], tuple[int, int, int, bool]] = {}
+    for row in rows:  # one fold per triple: two corruptions may coincide
+        unique.setdefault(row[:3], row)
+    return list(unique.values()), source
+
+
+def _labelled_rows(model: StructuralModel) -> tuple[LabelledRows, str]:
     kg = model.kg
     dataset = labelled_dataset(kg)
     if dataset is not None:
@@ -93,10 +101,6 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]]) -> La
 def calibrate_structural(model: StructuralModel) -> dict:
     """Fit the per-relation calibration of ``model`` and store it with its cross-validated error."""
     rows, source = structural_fit_set(model)
-    unique: dict[tuple[int, int, int], tuple[int, int, int, bool]] = {}
-    for row in rows:  # one fold per triple: two corruptions may coincide
-        unique.setdefault(row[:3], row)
-    rows = list(unique.values())
     if not rows or len({y for *_, y in rows}) < 2:
         raise ValueError(f"no calibration data for {model.kg.name}: need held-out positives and negatives")
     triples = np.array([r[:3] for r in rows], dtype=np.int64)
