@@ -3,8 +3,9 @@
 A compact-profile verdict is the run's stored evidence weighed (verifier/agent/weighing.py), so after a refit
 (``manage.py calibrate``) the verdicts an earlier agent or evidence evaluation would now give follow from its
 stored runs: the language model's outputs are the same, only the weights changed. Triples a calibration, the
-confidence model or the memory bank was fitted on are left out (the new fit may have taken some of them), so the
-figures stay held-out. Prints accuracy with its Wilson 95% interval, F1, and the ECE of the new confidences;
+confidence model or the memory bank was fitted on without folds are left out (the new fit may have taken some of
+them); a triple a cross-fitted confidence model was fitted on is weighed by the weights that left its fold out. So
+the figures stay held-out. Prints accuracy with its Wilson 95% interval, F1, and the ECE of the new confidences;
 changes nothing.
 
     DEBUG=1 .venv/bin/python bench/reweigh.py codex-compact-heldout-v4 [more evaluation names]
@@ -28,7 +29,7 @@ django.setup()
 from scipy.stats import binomtest  # noqa: E402
 
 from verifier import confidence  # noqa: E402
-from verifier.agent.weighing import WEIGHED_MODES, decided  # noqa: E402
+from verifier.agent.weighing import BRIEF_MODES, WEIGHED_MODES, decided  # noqa: E402
 from verifier.evaluation import metrics  # noqa: E402
 from verifier.evaluation.outcomes import collect, latest_items  # noqa: E402
 from verifier.models import Evaluation  # noqa: E402
@@ -41,16 +42,16 @@ def reweighed(evaluation: Evaluation) -> tuple[list[metrics.Outcome], int]:
     model = confidence.active_model(evaluation.kg_id)
     if model is None:
         raise SystemExit("no confidence model is active: fit one with manage.py calibrate")
-    weights = confidence.weights_of(model)
     runs = {item.task_id: item.run for item in latest_items(evaluation) if item.run is not None and item.run.is_finished}
     outcomes, _ = collect(evaluation)
     kept = [o for o in outcomes if not o.fitted]
     for i, outcome in enumerate(kept):
         run = runs[outcome.triple]
-        weighed = run.config.get("mode") == "evidence" or run.config.get("profile") == "compact"
+        weighed = run.config.get("mode") in BRIEF_MODES or run.config.get("profile") == "compact"
         if outcome.verdict is None or not (weighed or outcome.verdict in ("correct", "incorrect")):
             continue  # failed, or an abstention the weighing does not revisit
-        p_true = weights.probability(confidence.stored_evidence(run))
+        # a cross-fitted model weighs a triple it was fitted on with the weights that left its fold out
+        p_true = confidence.weights_of(model, confidence.fit_key(run.task)).probability(confidence.stored_evidence(run))
         verdict, sure = decided(p_true) if weighed else (outcome.verdict, p_true if outcome.verdict == "correct" else 1 - p_true)
         kept[i] = dataclasses.replace(outcome, verdict=verdict, confidence=sure)
     return kept, len(outcomes) - len(kept)
@@ -58,7 +59,7 @@ def reweighed(evaluation: Evaluation) -> tuple[list[metrics.Outcome], int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("evaluations", nargs="+", help="evaluation names (agent or evidence mode)")
+    parser.add_argument("evaluations", nargs="+", help="evaluation names (agent, evidence or reading mode)")
     args = parser.parse_args()
     for name in args.evaluations:
         evaluation = Evaluation.objects.filter(name=name).first()

@@ -44,14 +44,15 @@ from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
+from verifier.agent import prompts  # noqa: E402
+from verifier.agent.steps import Claim  # noqa: E402
 from verifier.agent.weighing import logit, probe_logit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
 from verifier.structure.calibration import cross_fit, fold_assignment, matched_weights  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.rule_evidence import rule_evidence, rule_features  # noqa: E402
 from verifier.structure.scoring import LoadedModel  # noqa: E402
-
-PASSAGE_CHARS = 1200
+from verifier.tools.wiki_evidence import opening_of  # noqa: E402
 
 
 def line(name: str, figures: dict, n: int) -> str:
@@ -114,11 +115,10 @@ def probes(triples: np.ndarray, chosen: list[int], cache: Path) -> dict[int, flo
             continue
         head, relation, tail = (int(v) for v in triples[i])
         h, t = entities[head], entities[tail]
-        about = passages.get(head, h.description or "")[:PASSAGE_CHARS]
-        messages = [{"role": "system", "content": "You are a careful fact checker. Answer with one word."},
-                    {"role": "user", "content": f"About {h.label}:\n{about}\n\n{t.label}: {t.description}\n\n"
-                                                f"Claim: ({h.label}, {relations[relation]}, {t.label})\n"
-                                                "Is this claim true? Answer Correct or Incorrect."}]
+        claim = Claim(h.external_id, "", t.external_id, h.label, relations[relation], t.label)
+        opening = opening_of(passages.get(head, h.description or ""))
+        messages = [{"role": "system", "content": prompts.PASSAGE_SYSTEM},
+                    {"role": "user", "content": prompts.passage_prompt(claim, opening, t.description or "")}]
         answers[key] = probe_logit(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs)
         if done % 10 == 9:
             cache.write_text(json.dumps(answers))

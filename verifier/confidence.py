@@ -22,7 +22,7 @@ import numpy as np
 from django.db import transaction
 from sklearn.linear_model import LogisticRegression
 
-from verifier.agent.weighing import FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, evidence_from
+from verifier.agent.weighing import BRIEF_MODES, FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, aligned, evidence_from
 from verifier.models import ConfidenceModel, Entity, EvaluationItem, FitTriple, KnowledgeGraph, Relation, Review, Run, SupportItem
 from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
@@ -51,13 +51,15 @@ def fit_key(task) -> str:
 def weights_of(model: ConfidenceModel, key: str = "") -> Weights:
     """The model's weights for the triple ``key`` (fit_key): those fitted without its fold if the model was
     fitted on it, else those fitted on all."""
-    if list(model.features) != FEATURES:
-        raise ValueError(f"confidence model {model.pk} was fitted on other features ({model.features}); refit it")
+    try:
+        coefficients = aligned(list(model.features), list(model.coefficients))
+    except ValueError as exc:
+        raise ValueError(f"confidence model {model.pk} was {exc}; refit it") from None
     fold = (model.fitted or {}).get(key, [None])[0] if key else None
     if fold is not None and fold < len(model.folds or []):
         weights = model.folds[fold]
-        return Weights(tuple(weights["coefficients"]), weights["intercept"], model.source, model.pk, fold)
-    return Weights(tuple(model.coefficients), model.intercept, model.source, model.pk)
+        return Weights(aligned(list(model.features), weights["coefficients"]), weights["intercept"], model.source, model.pk, fold)
+    return Weights(coefficients, model.intercept, model.source, model.pk)
 
 
 def weigher_for(task) -> Weigher:
@@ -110,7 +112,7 @@ def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict
 
 def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tuple[Run, bool]]:
     """(run, whether its triple is true) for the weighed modes' finished runs of the named evaluations (an
-    agent run with an answer; every evidence-mode run, whose features need no answer) and, with ``reviews``,
+    agent run with an answer; every evidence- or reading-mode run, whose features need no answer) and, with ``reviews``,
     every agent run a reviewer settled as Correct or Incorrect (its latest verdict)."""
 
     found: dict[int, tuple[Run, bool]] = {}
@@ -118,7 +120,7 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
              .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail"))
     for item in items:
         mode = item.run.config.get("mode", "agent")
-        if mode == "evidence" or (mode == "agent" and item.run.verdict in ("correct", "incorrect")):
+        if mode in BRIEF_MODES or (mode == "agent" and item.run.verdict in ("correct", "incorrect")):
             found[item.run_id] = (item.run, item.expected_label)
     if reviews:
         settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED)
@@ -145,11 +147,11 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     """Fit, store and activate a confidence model on labelled runs; their triples are recorded as fitted
     (an evaluation never draws them again). Cross-validated accuracy and ECE are reported.
 
-    Agent runs and evidence-mode runs may be pooled: the model's features (its answer, its probe, its
-    sentence judgments) are 0 in an evidence run, so their weights are fitted on the agent runs alone while
-    every run informs the evidence features' weights — a few hundred one-second evidence runs and a hundred
-    agent runs fit what a hundred agent runs alone could not."""
-
+    Agent, reading-mode and evidence-mode runs may be pooled: the model's features (its answer, its probe,
+    its sentence judgments) are 0 in an evidence or reading run, and its reading of the head's article is
+    missing from an evidence run, so each such weight is fitted on the runs that have it while every run
+    informs the evidence features' weights — a few hundred one-second evidence runs and a few hundred
+    few-second reading runs fit what a hundred minute-long agent runs alone could not."""
 
     if len(pairs) < 20 or len({label for _, label in pairs}) < 2:
         raise ValueError(f"need at least 20 labelled runs with both true and false triples (got {len(pairs)})")
@@ -264,11 +266,13 @@ def import_model(path: Path) -> ConfidenceModel:
         raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path}: not a KGV confidence model (format {FORMAT!r} expected)")
-    if data.get("features") != FEATURES or len(data.get("coefficients") or []) != len(FEATURES):
-        raise ValueError(f"{path}: fitted on other features ({data.get('features')}); refit it with manage.py calibrate")
+    try:
+        aligned(list(data.get("features") or []), list(data.get("coefficients") or []))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}; refit it with manage.py calibrate") from None
     with transaction.atomic():
         ConfidenceModel.objects.filter(active=True, kg__isnull=True).update(active=False)
-        model = ConfidenceModel.objects.create(kg=None, features=FEATURES, coefficients=[float(c) for c in data["coefficients"]],
+        model = ConfidenceModel.objects.create(kg=None, features=data["features"], coefficients=[float(c) for c in data["coefficients"]],
                                                intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
                                                folds=data.get("folds") or [], fitted=data.get("fitted") or {},
                                                source=f"{data.get('source', '')} (imported from {path.name})"[:500])

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from verifier import confidence
+from verifier.agent.weighing import FEATURES, Evidence
 from verifier.evaluation.datasets import fitted_triples
 from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Run, SupportItem, VerificationTask
 
@@ -101,12 +102,25 @@ def test_a_file_that_is_not_a_confidence_model_is_refused_and_nothing_changes(la
     call_command("calibrate", evaluations="fit-runs")
     before = list(ConfidenceModel.objects.values_list("pk", "active"))
     for content in ("{not json", json.dumps({"format": "something-else"}),
-                    json.dumps({"format": confidence.FORMAT, "features": ["agent_correct"], "coefficients": [1.0], "intercept": 0})):
+                    json.dumps({"format": confidence.FORMAT, "features": ["agent_correct", "moon_phase"], "coefficients": [1.0, 2.0],
+                               "intercept": 0})):
         bad = tmp_path / "bad.json"
         bad.write_text(content)
         with pytest.raises(CommandError, match="bad.json"):
             call_command("calibrate", import_=bad)
     assert list(ConfidenceModel.objects.values_list("pk", "active")) == before
+
+
+def test_a_model_fitted_before_a_feature_was_added_gives_it_no_weight(labelled, tmp_path):
+    older = FEATURES[:10]  # before the article reading joined the features
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps({"format": confidence.FORMAT, "features": older, "coefficients": [0.5] * len(older),
+                                "intercept": 0.1, "folds": [{"coefficients": [1.0] * len(older), "intercept": 0.0}],
+                                "fitted": {}}))
+    call_command("calibrate", import_=path, no_reassess=True)
+    weights = confidence.weights_of(ConfidenceModel.objects.get(active=True))
+    assert weights.coefficients == (0.5,) * len(older) + (0.0,) * (len(FEATURES) - len(older))
+    assert weights.probability(Evidence("", reading_logit=5.0)) == weights.probability(Evidence(""))
 
 
 def test_an_agent_evaluation_without_a_confidence_model_is_warned_how_to_activate_the_shipped_one(world_kg):

@@ -4,11 +4,13 @@ and written compactly, each line an evidence item under its key.
 Sections, each present only when its tool is offered and answered: the two entities and the relation
 (profile lines), the structural plausibility (KG_Plausibility), rules for and against (KG_Rules), what
 the KG already says about the head for this relation and its closest related facts (KG_Neighbor), how
-head and tail are connected (KG_Path), and the most relevant sentences with a judgment each
-(Read_Sentences, judged by the model: see verifier/agent/compact.py).
+head and tail are connected (KG_Path), the most relevant sentences with a judgment each
+(Read_Sentences, judged by the model: see verifier/agent/compact.py), and the model's reading of the
+opening of the head's article (Read_Passage, read by the model with the claim).
 
 The planner reads the brief's digest (``BriefWriter.digest``): the lines that bear on the verdict — the
-plausibility, the rules' probability, the head's values of the relation and the judged sentences — under
+plausibility, the rules' probability, the head's values of the relation, the judged sentences and the
+reading of the article — under
 the same keys. On two cores the plan call reads its prompt at ~35 tokens a second, so the digest saves
 about a third of a verification's time; the loop, when one runs, can fetch anything left out.
 """
@@ -32,13 +34,14 @@ CALLS: tuple[tuple[str, Callable[[Claim], list[str]]], ...] = (
     ("KG_Neighbor", lambda c: [c.head, c.relation]),
     ("KG_Path", lambda c: [c.head, c.tail]),
     ("Read_Sentences", lambda c: [c.head, c.relation, c.tail]),
+    ("Read_Passage", lambda c: [c.head]),
 )
 MAX_RULE_LINES = 3
 MAX_RELATED_FACTS = 3
 MAX_PATHS = 3
 MAX_LINE_CHARS = 200  # a line is cut here (the full item is stored): prompt tokens cost ~25–40 ms each on a CPU
 # The digest's sections and how many of each one's lines it keeps (see the module docstring).
-DIGEST = {"structural": 1, "rules": 1, "values": 5, "text": 3}
+DIGEST = {"structural": 1, "rules": 1, "values": 5, "text": 3, "reading": 1}
 
 
 @dataclass
@@ -51,6 +54,11 @@ class Gathered:
     def first(self, tool: str) -> ToolResult | None:
         found = self.results.get(tool) or []
         return found[0] if found else None
+
+    def description_of(self, entity: str) -> str:
+        """The entity's description from its KG_Definition profile, or ""."""
+        profiles = (i.payload for r in self.results.get("KG_Definition", []) for i in r.items)
+        return next((p.get("description") or "" for p in profiles if p.get("entity") == entity), "")
 
 
 def gather(claim: Claim, call: Callable[[str, list[str]], ToolResult], offered: set[str]) -> Gathered:
@@ -112,7 +120,7 @@ class BriefWriter:
                 for kind, lines in self.sections if kind == "header" or kind in DIGEST]
         return "\n".join(line for lines in kept for line in lines)
 
-    def write(self, gathered: Gathered, judged: list[tuple[EvidenceItem, str]]) -> str:
+    def write(self, gathered: Gathered, judged: list[tuple[EvidenceItem, str]], reading: EvidenceItem | None = None) -> str:
         c = self.claim
         self.note(f"Evidence brief for the claim ({c.head_label}, {c.relation_label}, {c.tail_label}):")
         definitions = [i for r in gathered.results.get("KG_Definition", []) for i in r.items]
@@ -130,6 +138,9 @@ class BriefWriter:
                          "Text (each sentence judged against the claim):", "text")
             for item, judgment in judged:
                 self.item(item, f'{judgment + ": " if judgment else ""}"{item.text}" ({item.payload.get("title", "")})')
+        if reading is not None:
+            self.section(f"The article about {c.head_label}, read with the claim:", "reading")
+            self.item(reading, reading.display)
         return self.text
 
     def _plain_section(self, title: str, result: ToolResult | None, *, limit: int, kind: str = "") -> None:

@@ -6,7 +6,9 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
 1. Evidence brief — the tools answer the questions every investigation asks (verifier/agent/brief.py),
    before any model call; this is observation 0.
 2. Focused reading — the few most relevant sentences are judged supports / contradicts / silent, one
-   short call each, and enter the brief as judged evidence.
+   short call each, and the model reads the opening of the head's article with the claim (one call, one
+   word: the log-odds of its answer are the evidence, since a small model's answers lean Correct); both
+   enter the brief as evidence.
 3. Planning — the paper's initial impression and strategic plan, from the brief's digest (the lines that
    bear on the verdict, verifier/agent/brief.py) and the lessons of past cases (fenced, short, never
    about this claim). A plan whose first step is to answer from the
@@ -23,6 +25,7 @@ with ``verdict_probe`` on, one token with log-probabilities first says how sure 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
@@ -33,6 +36,7 @@ from verifier.agent.brief import BriefWriter, gather
 from verifier.agent.parsing import FinalAnswer, ParseError, Plan, cited_keys, parse_plan, parse_step
 from verifier.agent.port import EvidenceItem
 from verifier.agent.steps import AgentStep, spent
+from verifier.agent.weighing import probe_logit
 
 if TYPE_CHECKING:
     from verifier.agent.llm import Completion
@@ -55,17 +59,38 @@ def judge_sentence(inv: Investigation, item: EvidenceItem) -> tuple[str, Complet
     return judgment, completion
 
 
-def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
-    """The brief's action and its observation (with the reading calls' tokens); ``judge=False`` lists the most
-    relevant sentences without asking a model about them."""
+def read_passage(inv: Investigation, opening: EvidenceItem, tail_description: str) -> tuple[EvidenceItem, Completion]:
+    """The model's reading of the head's article: its opening, what the tail is and the claim, one word asked
+    for and the log-odds of Correct against Incorrect kept (a small model's answers lean Correct; its
+    log-odds still rank claims). The opening becomes an evidence item carrying the reading."""
+    claim = inv.claim
+    messages = [{"role": "system", "content": prompts.PASSAGE_SYSTEM},
+                {"role": "user", "content": prompts.passage_prompt(claim, opening.text, tail_description)}]
+    completion = inv.llm.complete(messages, max_tokens=1, temperature=0, top_logprobs=10)
+    log_odds = probe_logit(completion.first_token_logprobs)
+    title = opening.payload.get("title") or claim.head_label
+    if log_odds is None:
+        said = f"answered {completion.text.strip()!r} (no log-probabilities to weigh)"
+    else:
+        said = f"puts P(Correct) at {1 / (1 + math.exp(-log_odds)):.2f}"
+    line = f'Reading the opening of "{title}" with the claim, the model {said}.'
+    payload = {**opening.payload, "reading_logit": None if log_odds is None else round(log_odds, 4),
+               "reading": completion.text.strip().lower()[:20]}
+    return EvidenceItem("passage", opening.text, payload, opening.source, display=line), completion
+
+
+def _brief(inv: Investigation, *, judge: bool, read: bool) -> Iterator[AgentStep]:
+    """The brief's action and its observation (with the model calls' tokens). ``judge``: the model judges the
+    most relevant sentences (else they are listed unjudged); ``read``: the model reads the head's article."""
     claim = inv.claim
     arguments = {"head": claim.head, "relation": claim.relation, "tail": claim.tail}
     yield AgentStep("action", f"Evidence_Brief({claim.head}, {claim.relation}, {claim.tail})", tool="Evidence_Brief",
                     arguments=arguments)
     started = time.perf_counter()
-    gathered = gather(claim, inv.tools.call, set(inv.tools.names))
+    gathered = gather(claim, inv.tools.call, set(inv.tools.names) - (set() if read else {"Read_Passage"}))
     sentences = gathered.results.pop("Read_Sentences", [])
-    judged, calls = [], []
+    openings = [i for r in gathered.results.pop("Read_Passage", []) for i in r.items]
+    judged, calls, reading = [], [], None
     for item in (sentences[0].items if sentences else []):
         if not judge:
             judged.append((item, ""))
@@ -74,8 +99,11 @@ def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
         calls.append(completion)
         judged.append((EvidenceItem(item.kind, item.text, {**item.payload, "judgment": judgment}, item.source,
                                     display=item.display), judgment))
+    if read and openings:
+        reading, completion = read_passage(inv, openings[0], gathered.description_of(claim.tail))
+        calls.append(completion)
     writer = BriefWriter(claim, inv.support)
-    inv.brief_text = writer.write(gathered, judged)
+    inv.brief_text = writer.write(gathered, judged, reading)
     inv.brief_digest = writer.digest
     for call in gathered.calls:
         inv.done_calls[call.casefold()] = [i.key for i in writer.items]
@@ -83,12 +111,14 @@ def _brief(inv: Investigation, *, judge: bool = True) -> Iterator[AgentStep]:
                     duration_ms=int((time.perf_counter() - started) * 1000))
 
 
-def weigh_brief(inv: Investigation) -> Iterator[AgentStep]:
+def weigh_brief(inv: Investigation, *, read: bool = False) -> Iterator[AgentStep]:
     """The evidence mode: the brief's tools, their evidence weighed with no language model asked (the
     sentences are found, not judged). What the agent's model adds is the difference to this row; and since
-    a verification costs a second, it labels enough runs to fit the weighing's evidence features."""
-    yield from _brief(inv, judge=False)
-    yield inv.verdict(FinalAnswer("", "no language model was asked"), forced=False)
+    a verification costs a second, it labels enough runs to fit the weighing's evidence features. With
+    ``read``, the reading mode: the same, plus the model's one-call reading of the head's article."""
+    yield from _brief(inv, judge=False, read=read)
+    said = "From the brief and the model's reading of the head's article" if read else "Without a language model"
+    yield inv.verdict(FinalAnswer("", said), forced=False)
 
 
 def _opening(inv: Investigation, *, digest: bool = False) -> str:
@@ -128,7 +158,7 @@ def trimmed(observation: str) -> str:
 
 def investigate(inv: Investigation) -> Iterator[AgentStep]:
     """All steps of a compact-profile investigation (see the module docstring)."""
-    yield from _brief(inv)
+    yield from _brief(inv, judge=True, read=True)
     system = prompts.COMPACT_REACT_SYSTEM.format(abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
     loop_request = prompts.compact_loop_request(inv.tool_list(), inv.config.t_max, inv.claim)
     messages: list[dict] = [{"role": "system", "content": system}]

@@ -21,9 +21,9 @@ from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_p
 from verifier.agent.port import Tools
 from verifier.agent.steps import AgentStep, Claim, Memory, spent
 from verifier.agent.support import SupportSet
-from verifier.agent.weighing import Weigher, decided, evidence_from, probe_logit, summary
+from verifier.agent.weighing import BRIEF_MODES, Weigher, decided, evidence_from, probe_logit, summary
 
-MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence")
+MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence", "reading")
 # Baselines that decide from one structural tool's calibrated probability, without a language model.
 STRUCTURAL_MODES = {"kge": "KG_Plausibility", "rules": "KG_Rules"}
 MODEL_FREE_MODES = (*STRUCTURAL_MODES, "evidence")
@@ -137,8 +137,8 @@ class Investigation:
             yield from self._self_consistency()
         elif mode in STRUCTURAL_MODES:
             yield from self._structural(STRUCTURAL_MODES[mode])
-        elif mode == "evidence":
-            yield from compact.weigh_brief(self)
+        elif mode in BRIEF_MODES:
+            yield from compact.weigh_brief(self, read=mode == "reading")
         else:
             yield from self._rag()
 
@@ -291,7 +291,7 @@ class Investigation:
             verdict = self.impression
             note = note or "Abstention is off; the initial impression stands."
         explanation, confidence, assessment = final.explanation, None, {}
-        if self.config.mode == "evidence" or (self.config.mode == "agent" and verdict in ("correct", "incorrect")):
+        if self.config.mode in BRIEF_MODES or (self.config.mode == "agent" and verdict in ("correct", "incorrect")):
             verdict, explanation, confidence, assessment = self._weighed(verdict, explanation)
             valid = list(dict.fromkeys([*valid, *(k for keys in assessment.get("keys", {}).values() for k in keys)]))
         label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
@@ -319,8 +319,8 @@ class Investigation:
         if answer and self.config.profile != "compact":
             return answer, explanation, p_true if answer == "correct" else 1 - p_true, assessment
         verdict, confidence = decided(p_true)
-        if not answer:
-            explanation = f"Without a language model, {summary(evidence, p_true)}."
+        if not answer:  # a brief mode: the explanation says what was weighed
+            explanation = f"{explanation}, {summary(evidence, p_true)}."
         elif verdict != answer:
             explanation = f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): {summary(evidence, p_true)}."
         return verdict, explanation, confidence, assessment

@@ -227,6 +227,17 @@ def reading_prompt(claim: Claim, sentence: str, title: str) -> str:
             f"Does the sentence support the claim, contradict it, or say nothing about it?")
 
 
+PASSAGE_SYSTEM = "You are a careful fact checker. Answer with one word."
+
+
+def passage_prompt(claim: Claim, opening: str, tail_description: str) -> str:
+    """One call's whole prompt for the passage reading: the head's article opening, what the tail is, the claim
+    (the log-odds of the one-word answer are the evidence, see verifier/agent/compact.py)."""
+    return (f"About {claim.head_label}:\n{opening}\n\n{claim.tail_label}: {tail_description}\n\n"
+            f"Claim: ({claim.head_label}, {claim.relation_label}, {claim.tail_label})\n"
+            "Is this claim true? Answer Correct or Incorrect.")
+
+
 def claim_reminder(claim: Claim) -> str:
     """Restated where every decision is made, so the claim under test is the last claim the model reads."""
     return (f"The claim under verification is: {claim.head_label} — {claim.relation_label} — {claim.tail_label}. "

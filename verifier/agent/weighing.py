@@ -6,9 +6,10 @@ the agent's support set or from stored SupportItems): the model's own answer (±
 log-probabilities: a small model's binary answers lean Correct, its log-odds still rank), the logits of the
 structural model's and the rule evidence's calibrated probabilities (0 with a "missing" indicator when
 the run had none), how many of the sentences it read the model judged to support or contradict the
-claim, whether one of them (about one end of the claim) names the other end, and how close the most
-relevant one is to the claim. The weights
-are fitted on labelled runs (verifier/confidence.py); the agent gets them as a ``Weigher``.
+claim, whether one of them (about one end of the claim) names the other end, how close the most
+relevant one is to the claim, and the model's reading of the head's article (the log-odds of its one-word
+answer on the article's opening and the claim; 0 with a "missing" indicator when no model read one). The
+weights are fitted on labelled runs (verifier/confidence.py); the agent gets them as a ``Weigher``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-# Modes whose verdict is the run's evidence weighed: the agent, and the evidence brief alone ("evidence"),
-# which asks no language model and so labels enough runs, cheaply, to fit the weighing's evidence features.
-WEIGHED_MODES = ("agent", "evidence")
+# Modes whose verdict is always the run's evidence weighed, with no answer of a model's: the evidence brief
+# alone ("evidence", no language model: a second a verification, so it labels enough runs to fit the evidence
+# features) and the brief with the model's reading of the head's article ("reading", one call: a few seconds,
+# so it labels enough runs to fit the reading's weight).
+BRIEF_MODES = ("evidence", "reading")
+WEIGHED_MODES = ("agent", *BRIEF_MODES)  # and the agent's verdict too, in the compact profile
+# Append new features at the end (see ``aligned``): confidence models fitted before keep working.
 FEATURES = ["agent_correct", "agent_logit", "structural_logit", "structural_missing", "rule_logit", "rule_missing",
-            "supports", "contradicts", "mentioned", "relevance"]
+            "supports", "contradicts", "mentioned", "relevance", "reading_logit", "reading_missing"]
 ANSWER_SIGN = {"correct": 1.0, "incorrect": -1.0}  # the model's answer as a feature; 0 when no model answered
 DISPUTE_MARGIN = 0.15  # the structural probability must sit this far on the other side of 0.5
 MAX_LOGIT = 6.0
@@ -43,6 +48,7 @@ class Evidence:
     reading: dict = field(default_factory=lambda: {"supports": 0, "contradicts": 0, "silent": 0})
     mentioned: bool = False  # a sentence about one end of the claim names the other
     relevance: float = 0.0  # how close the most relevant sentence read is to the claim
+    reading_logit: float | None = None  # the model's log-odds of Correct after reading the head's article
     structural_model: int | None = None
     keys: dict = field(default_factory=dict)  # feature → the evidence keys it came from
 
@@ -51,7 +57,7 @@ class Evidence:
                 logit(self.structural_probability), float(self.structural_probability is None),
                 logit(self.rule_probability), float(self.rule_probability is None),
                 float(self.reading.get("supports", 0)), float(self.reading.get("contradicts", 0)),
-                float(self.mentioned), self.relevance]
+                float(self.mentioned), self.relevance, self.reading_logit or 0.0, float(self.reading_logit is None)]
 
     def dispute(self) -> str:
         """Why the model's answer and the structural evidence disagree, or "" when they do not (clearly)."""
@@ -96,6 +102,9 @@ def evidence_from(items: Iterable[tuple[str, str, dict]], answer: str, agent_log
         elif kind == "rule" and payload.get("probability") is not None and evidence.rule_probability is None:
             evidence.rule_probability = float(payload["probability"])
             evidence.keys["rules"] = [key]
+        elif kind == "passage" and payload.get("reading_logit") is not None and evidence.reading_logit is None:
+            evidence.reading_logit = float(payload["reading_logit"])
+            evidence.keys["reading"] = [key]
         elif kind == "passage" and "relevance" in payload:
             evidence.mentioned = evidence.mentioned or bool(payload.get("mentions"))
             evidence.relevance = max(evidence.relevance, float(payload["relevance"]))
@@ -121,6 +130,15 @@ class Weights:
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+def aligned(features: list[str], coefficients: list[float]) -> tuple[float, ...]:
+    """A fitted model's coefficients for every feature. FEATURES only grows at its end: a model fitted before a
+    feature was added (on a prefix of FEATURES) gives it weight 0, as its runs never had that evidence; a model
+    fitted on anything else is refused."""
+    if not features or len(features) != len(coefficients) or FEATURES[:len(features)] != list(features):
+        raise ValueError(f"fitted on other features ({', '.join(map(str, features))})")
+    return tuple(float(c) for c in coefficients) + (0.0,) * (len(FEATURES) - len(features))
+
+
 def decided(p_true: float) -> tuple[str, float]:
     """The weighed verdict for P(true) and its confidence, the probability that the verdict is right."""
     return ("correct", p_true) if p_true >= 0.5 else ("incorrect", 1 - p_true)
@@ -136,6 +154,9 @@ def summary(evidence: Evidence, p_true: float) -> str:
         parts.append(f"structural probability {evidence.structural_probability:.2f} {_keys(evidence, 'structural')}")
     if evidence.rule_probability is not None:
         parts.append(f"rule evidence {evidence.rule_probability:.2f} {_keys(evidence, 'rules')}")
+    if evidence.reading_logit is not None:
+        p_read = 1 / (1 + math.exp(-evidence.reading_logit))
+        parts.append(f"the model's reading of the head's article ({p_read:.2f} for Correct) {_keys(evidence, 'reading')}")
     for judgment in ("supports", "contradicts"):
         if evidence.reading.get(judgment):
             parts.append(f"{evidence.reading[judgment]} sentence(s) that {judgment[:-1]} the claim {_keys(evidence, judgment)}")

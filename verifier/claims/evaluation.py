@@ -25,6 +25,7 @@ from pathlib import Path
 
 from verifier.agent import prompts
 from verifier.agent.llm import LLM
+from verifier.agent.loop import MODEL_FREE_MODES
 from verifier.agent.parsing import parse_final
 from verifier.claims.importing import ClaimFileError, read_claims_text
 from verifier.claims.service import decompose_claim, outcome, start_part_runs, submit_claim
@@ -105,7 +106,7 @@ def _verified(claim: Claim, item: BenchmarkClaim, llm, config, spent: float) -> 
         return ClaimResult(item.line, item.category, item.label, "failed", None, False if item.entities else None,
                            time.perf_counter() - started, claim.pk)
     for run in start_part_runs(claim, config=config, queue=False):
-        execute_run(run.pk, llm=llm if config.get("mode", "agent") != "evidence" else None)
+        execute_run(run.pk, llm=llm if config.get("mode", "agent") not in MODEL_FREE_MODES else None)
     verdict = outcome(claim)
     named = {row[side] for row in claim.subgraph for side in ("head", "tail") if not is_unknown(row[side])}
     gold = None if not item.entities else set(item.entities) <= named

@@ -24,6 +24,7 @@ MODE_LABELS = {
     "kge": "KGE plausibility",
     "rules": "Mined rules",
     "evidence": "Evidence brief, weighed (no LLM)",
+    "reading": "Evidence brief + the LLM reading the article, weighed",
 }
 
 
@@ -48,6 +49,7 @@ SUITE = (
     Configuration("kge"),
     Configuration("rules"),
     Configuration("evidence"),
+    Configuration("reading"),
 )
 
 

@@ -36,7 +36,7 @@ class PostgresCorpus:
                            source=self.source_label, entity_id=row.entity.external_id, score=score)
 
     def entity_passages(self, entity_id: str) -> list[TextPassage]:
-        rows = Passage.objects.filter(kg=self.kg, entity__external_id=entity_id).select_related("entity")
+        rows = Passage.objects.filter(kg=self.kg, entity__external_id=entity_id).select_related("entity").order_by("pk")
         return [self._passage(row) for row in rows]
 
     def search(self, query: str, *, limit: int = 5, alpha: float = 0.5) -> list[TextPassage]:

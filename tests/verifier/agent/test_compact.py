@@ -6,6 +6,7 @@ import math
 import pytest
 
 from tests.openai_server import ScriptedOpenAIServer, TextReply
+from verifier.agent import prompts
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.agent.weighing import FEATURES, Evidence, Weights
 from verifier.memory import bank
@@ -30,13 +31,20 @@ def task(world_kg):
                                            relation=kg.relations.get(external_id="P27"), tail=kg.entities.get(external_id="Q145"))
 
 
+# The article reading's one word: Incorrect, at log-odds −0.8 for Correct.
+ARTICLE_READING = TextReply("Incorrect", top_logprobs={"Incorrect": -0.4, "Correct": -1.2})
+
+
 def reader(judgment: str, plan: str = PLAN, answer: str = ANSWER):
-    """A scripted model: every reading question gets ``judgment``; then the plan; then the answer."""
+    """A scripted model: every sentence question gets ``judgment``, the article reading ARTICLE_READING; then
+    the plan; then the answer."""
 
     def reply(body: dict) -> str:
         system = body["messages"][0]["content"]
         if system.startswith("You judge whether one sentence"):
             return judgment
+        if system == prompts.PASSAGE_SYSTEM:
+            return ARTICLE_READING
         if body["messages"][-1]["content"].startswith("Considering all the evidence above"):
             return TextReply("Correct", top_logprobs={"Correct": -0.2, "Incorrect": -1.8, "True": -4.0})
         if "=== Strategic Plan ===" in body["messages"][-1]["content"]:
@@ -71,12 +79,25 @@ def test_the_brief_gathers_profiles_facts_paths_and_judged_sentences_before_the_
     assert "Text (each sentence judged against the claim):" in brief and 'supports: "Douglas' in brief
     assert "(Douglas Adams) -[country of citizenship]-> (United Kingdom)" not in brief
     # Every line with a key is a stored evidence item; judged sentences carry their judgment.
-    judged = SupportItem.objects.filter(run=run, kind="passage")
+    judged = SupportItem.objects.filter(run=run, kind="passage", payload__has_key="relevance")
     assert judged and all(item.payload["judgment"] == "supports" for item in judged)
-    # The first model calls are the reading questions (one sentence each), then the plan.
+    # The model read the opening of the head's article with the claim: one word, its log-odds kept as evidence.
+    article = SupportItem.objects.get(run=run, kind="passage", payload__has_key="reading_logit")
+    assert article.text.startswith("Douglas Noel Adams was an English author")
+    assert article.payload["reading_logit"] == pytest.approx(-0.8, abs=1e-3) and article.payload["reading"] == "incorrect"
+    assert "The article about Douglas Adams, read with the claim:" in brief
+    assert f'[{article.key}] Reading the opening of "Douglas Adams" with the claim, the model puts P(Correct) at 0.31.' in brief
+    assert run.assessment["reading_logit"] == pytest.approx(-0.8, abs=1e-3)
+    # The first model calls are the reading questions (one sentence each, then the article), then the plan.
     readings = [r for r in requests if r.messages[0]["content"].startswith("You judge whether one sentence")]
     assert len(readings) == judged.count() and all(r.body["max_tokens"] <= 4 for r in readings)
-    assert requests.index(readings[-1]) < len(readings)
+    article_call = requests[len(readings)]
+    assert article_call.messages[0]["content"] == prompts.PASSAGE_SYSTEM and article_call.body["max_tokens"] == 1
+    asked = article_call.messages[1]["content"]
+    assert "Douglas Noel Adams was an English author" in asked and "United Kingdom: " in asked
+    assert asked.endswith("Claim: (Douglas Adams, country of citizenship, United Kingdom)\n"
+                          "Is this claim true? Answer Correct or Incorrect.")
+    assert "=== Strategic Plan ===" in requests[len(readings) + 1].messages[-1]["content"]
 
 
 def test_memories_are_fenced_lessons_and_never_the_claim_under_decision(task):
@@ -211,6 +232,29 @@ def test_the_evidence_mode_weighs_the_brief_without_asking_a_model(task):
     assert run.confidence == pytest.approx(run.assessment["p_true"], abs=1e-4)
     assert run.explanation.startswith("Without a language model, weighing")
     assert "the model's own answer" not in run.explanation
+    assert not SupportItem.objects.filter(run=run, payload__has_key="reading_logit").exists()  # no model read the article
+    assert run.assessment["reading_logit"] is None
+
+
+def test_the_reading_mode_weighs_the_brief_and_one_reading_of_the_article(task):
+    _fit_weights(reading_logit=2.0, relevance=0.1)
+    run, requests = run_compact(task, reader("supports"), mode="reading")
+    kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
+    assert kinds == ["action", "observation", "verdict"] and run.status == Run.Status.SUCCEEDED
+    assert [r.messages[0]["content"] for r in requests] == [prompts.PASSAGE_SYSTEM]  # one call: no sentence judged, no plan
+    assert run.assessment["reading_logit"] == pytest.approx(-0.8, abs=1e-3) and run.assessment["agent_verdict"] == ""
+    assert run.verdict == "incorrect"  # σ(2 × −0.8 + 0.1 · relevance) < 0.5
+    assert run.explanation.startswith("From the brief and the model's reading of the head's article, weighing")
+    assert "the model's reading of the head's article (0.31 for Correct) [E" in run.explanation
+    assert set(run.assessment["keys"]["reading"]) <= set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
+    assert run.prompt_tokens > 0
+
+
+def test_without_external_tools_no_article_is_read(task):
+    _fit_weights(reading_logit=2.0)
+    run, requests = run_compact(task, reader("supports"), mode="reading", external_tools=False)
+    assert requests == [] and run.assessment["reading_logit"] is None
+    assert run.verdict == "correct" and run.assessment["p_true"] == pytest.approx(0.5)  # nothing weighed: σ(0)
 
 
 def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_why(task):

@@ -36,11 +36,16 @@ def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
     assert kinds[:3] == ["action", "observation", "plan"] and kinds[-2:] == ["thought", "verdict"]
     assert run.prompt_tokens > 0 and run.completion_tokens > 0
     # Under the grammars every reading is one of three words, and every step an action on a listed tool or the answer.
-    judgments = {item.payload["judgment"] for item in run.support_items.filter(kind="passage")}
+    judgments = {item.payload["judgment"] for item in run.support_items.filter(kind="passage", payload__has_key="relevance")}
     assert judgments and judgments <= {"supports", "contradicts", "silent"}
+    # The model read the head's article; llama.cpp returns log-probabilities, though a 135M model's likeliest first
+    # words need not include a verdict.
+    article = run.support_items.get(kind="passage", payload__has_key="reading_logit")
+    assert article.text.startswith("Douglas Noel Adams") and article.payload["reading"]
     actions = list(run.steps.filter(kind="action").values_list("tool", flat=True))
     assert actions[0] == "Evidence_Brief" and set(actions[1:]) <= {
-        "KG_Definition", "KG_Neighbor", "KG_Path", "KG_Plausibility", "KG_Rules", "Read_Sentences", "Wiki_Evidence"}
+        "KG_Definition", "KG_Neighbor", "KG_Path", "KG_Plausibility", "KG_Rules", "Read_Sentences", "Read_Passage",
+        "Wiki_Evidence"}
     # llama.cpp returns log-probabilities, so the probe reads the model's log-odds when its likeliest first words
     # include a verdict (a 135M model's sometimes do not, and the probe says so).
     probe = run.steps.filter(kind="thought").last().content

@@ -7,6 +7,7 @@ import pytest
 from verifier.kg.store import PostgresKG
 from verifier.tools.base import ToolContext
 from verifier.tools.registry import Toolbox
+from verifier.tools.wiki_evidence import OPENING_CHARS, opening_of
 
 pytestmark = pytest.mark.django_db
 
@@ -152,6 +153,24 @@ def test_wiki_pair_mode_returns_sentences_mentioning_both(world):
     assert all("Santa Barbara" not in t for t in texts)
     missing = call(world, "Wiki_Evidence", "Douglas Adams", "France")
     assert missing.text == "No encyclopedia sentence mentions both Douglas Adams (Q42) and France (Q142)."
+
+
+def test_read_passage_gives_the_opening_of_the_article_on_one_line(world):
+    result = call(world, "Read_Passage", "Douglas Adams")
+    assert result.text.splitlines()[0] == ("Opening of Douglas Adams (wikipedia (local corpus), "
+                                           "https://en.wikipedia.org/wiki/Douglas_Adams):")
+    (item,) = result.items
+    assert item.text.startswith("Douglas Noel Adams was an English author") and item.text.endswith("Santa Barbara.")
+    assert item.payload["entities"] == ["Q42"] and item.source == "https://en.wikipedia.org/wiki/Douglas_Adams"
+    assert call(world, "Read_Passage", "France").text == "No encyclopedia text about France (Q142) is available."
+    assert not call(world, "Read_Passage", "Atlantis").ok
+
+
+def test_an_article_opening_is_cut_at_a_word():
+    long = "word " * 400 + "\n\nlast"
+    opening = opening_of(long)
+    assert opening.endswith(" …") and len(opening) <= OPENING_CHARS + 2 and "\n" not in opening
+    assert opening_of("Short  text\nhere.") == "Short text here."
 
 
 def test_hybrid_search_ranks_the_relevant_passage_first(world):

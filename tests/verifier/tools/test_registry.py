@@ -10,7 +10,7 @@ from verifier.tools.registry import Toolbox, available, describe, tool
 def test_each_tool_is_declared_once_with_schema_from_signature_and_docstring():
     specs = {s.name: s for s in available()}
     assert set(specs) == {"KG_Definition", "KG_Neighbor", "KG_Path", "KG_Plausibility", "KG_Rules", "Read_Sentences",
-                          "Wiki_Evidence", "Web_Evidence"}
+                          "Read_Passage", "Wiki_Evidence", "Web_Evidence"}
     neighbor = specs["KG_Neighbor"].openai_tool()["function"]
     assert neighbor["name"] == "KG_Neighbor"
     assert neighbor["description"].startswith("List up to 20 facts")
@@ -22,7 +22,7 @@ def test_each_tool_is_declared_once_with_schema_from_signature_and_docstring():
 
 def test_ablation_switches_select_tool_categories():
     kg, structural, external = ({"KG_Definition", "KG_Neighbor", "KG_Path"}, {"KG_Plausibility", "KG_Rules"},
-                                {"Read_Sentences", "Wiki_Evidence", "Web_Evidence"})
+                                {"Read_Sentences", "Read_Passage", "Wiki_Evidence", "Web_Evidence"})
     assert {s.name for s in available(kg_tools=False)} == structural | external
     assert {s.name for s in available(external_tools=False)} == kg | structural
     assert {s.name for s in available(structural_tools=False)} == kg | external

@@ -122,7 +122,7 @@ class Command(BaseCommand):
         return evaluation
 
 
-CLAIM_MODES = ("agent", "evidence", "kge", "rules", "zero-shot")
+CLAIM_MODES = ("agent", "reading", "evidence", "kge", "rules", "zero-shot")
 
 
 def claims_command(command: BaseCommand, options) -> None:

@@ -11,7 +11,7 @@ from verifier.models import Claim, KnowledgeGraph, Run
 from verifier.runner import execute_run
 from verifier.wiring import build_llm
 
-CLAIM_MODES = tuple(m for m in MODES if m in ("agent", "evidence", "kge", "rules"))
+CLAIM_MODES = tuple(m for m in MODES if m in ("agent", "reading", "evidence", "kge", "rules"))
 
 
 class Command(BaseCommand):
