@@ -215,8 +215,10 @@ def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retr
             needs_run.append(item)
         else:
             finished.append(item)
-    # One run in flight per task (start_run's rule): the repeats of a triple run one after another.
-    busy = {item.task_id for item in in_flight}
+    # One run in flight per task (start_run's rule): the repeats of a triple run one after another, and a triple
+    # another evaluation (or a curator) is verifying waits for that run to end.
+    busy = {item.task_id for item in in_flight} | set(
+        Run.objects.filter(task_id__in={item.task_id for item in needs_run}).in_flight().values_list("task_id", flat=True))
     starting = []
     for item in needs_run:
         if len(starting) >= max(0, concurrency - len(in_flight)):

@@ -148,3 +148,14 @@ def test_metrics_follow_the_runs_when_recomputed(dataset, world_kg):
     item = evaluation.items.get(task__head__external_id="Q90")  # its unparsable answer, read back as a right one
     Run.objects.filter(pk=item.run_id).update(verdict="incorrect")
     assert refresh_metrics(evaluation)["accuracy"] == pytest.approx(before + 1 / 4)
+
+
+def test_a_triple_another_evaluation_is_verifying_waits_for_that_run(dataset, world_kg):
+    """Two evaluations that drew the same triples share their tasks; one run in flight per task holds across them."""
+    first, _ = prepare(EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="zero-shot", name="first"))
+    second, _ = prepare(EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="kge", name="second"))
+    step(first, Counter(), concurrency=4)  # all four tasks now have a queued run of the first evaluation
+    state = step(second, Counter(), concurrency=4)  # none is started twice, and nothing is raised
+    assert state.in_flight == 0 and not second.items.exclude(run=None).exists()
+    Run.objects.filter(evaluation_items__evaluation=first).update(status=Run.Status.SUCCEEDED, verdict="correct")
+    assert step(second, Counter(), concurrency=4).in_flight == 4
