@@ -8,7 +8,7 @@ them); a triple a cross-fitted confidence model was fitted on is weighed by the 
 the figures stay held-out. Prints accuracy with its Wilson 95% interval, F1, and the ECE of the new confidences;
 changes nothing.
 
-    DEBUG=1 .venv/bin/python bench/reweigh.py codex-compact-heldout-v4 [more evaluation names]
+    DEBUG=1 .venv/bin/python bench/reweigh.py codex-compact-heldout-v4 [more evaluation names] [--against codex-kge-heldout]
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ def reweighed(evaluation: Evaluation) -> tuple[list[metrics.Outcome], int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("evaluations", nargs="+", help="evaluation names (agent, evidence or reading mode)")
+    parser.add_argument("--against", help="an evaluation of the same triples (e.g. the kge row) to compare with, "
+                                          "triple by triple, as its runs concluded")
     args = parser.parse_args()
     for name in args.evaluations:
         evaluation = Evaluation.objects.filter(name=name).first()
@@ -76,6 +78,26 @@ def main() -> None:
               f"#{confidence.active_model(evaluation.kg_id).pk}: accuracy {figures['accuracy']:.1%} (Wilson 95% "
               f"{low:.1%}–{high:.1%}), F1 {figures['f1']:.1%}, P {figures['precision']:.1%}, R {figures['recall']:.1%}, "
               f"ECE {calibration.get('ece', float('nan')):.3f}")
+        if args.against:
+            print(paired(outcomes, args.against))
+
+
+def paired(outcomes: list[metrics.Outcome], other_name: str) -> str:
+    """Both verdicts on the triples both evaluations verified: accuracies, the discordant triples each way and
+    McNemar's exact test on them."""
+    other = Evaluation.objects.filter(name=other_name).first()
+    if other is None:
+        raise SystemExit(f"no evaluation named {other_name!r}")
+    theirs = {o.triple: o.right for o in collect(other)[0]}
+    shared = [o for o in outcomes if o.triple in theirs]
+    if not shared:
+        return f"  against {other_name}: no triple in common"
+    only_ours = sum(1 for o in shared if o.right and not theirs[o.triple])
+    only_theirs = sum(1 for o in shared if theirs[o.triple] and not o.right)
+    p = binomtest(only_ours, only_ours + only_theirs).pvalue if only_ours + only_theirs else 1.0
+    ours_right, their_right = sum(o.right for o in shared), sum(theirs[o.triple] for o in shared)
+    return (f"  against {other_name} on the same {len(shared)} verifications: {ours_right / len(shared):.1%} against "
+            f"{their_right / len(shared):.1%}; right only here {only_ours}, only there {only_theirs} (McNemar exact p = {p:.3f})")
 
 
 if __name__ == "__main__":
