@@ -3,7 +3,8 @@
 An evaluation's runs go through the same path as a curator's (start_run → Celery → execute_run).
 When no worker answers a ping, the evaluation starts its own (thread pool, ``concurrency`` threads)
 with the embedded local model when no LLM endpoint is configured and the runs ask a model, and stops both
-when it ends.
+when it ends. A worker started for runs that ask no model has no endpoint, and its hostname says so
+(``kgv-eval-nollm-…``): runs that ask a model refuse to queue behind it rather than fail on it one by one.
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ from contextlib import contextmanager
 from django.conf import settings
 
 from kgv_web.celery import app
+from verifier.errors import ApplicationError
 
 START_TIMEOUT_SECONDS = 90.0
 STOP_GRACE_SECONDS = 10.0
 TASK_NAME = "verifier.run_verification"
+NO_MODEL_PREFIX = "kgv-eval-nollm-"
+
+
+class WorkerUnfit(ApplicationError):
+    """The running workers cannot execute these runs; the message says which and what to do."""
 
 
 def live_workers(timeout: float = 1.0) -> list[str]:
@@ -74,6 +81,11 @@ def worker_pool(concurrency: int, *, log=print, needs_model: bool = True) -> Ite
 def _workers(concurrency: int, log, needs_model: bool) -> Iterator[str]:
     existing = live_workers()
     if existing:
+        if needs_model and (unfit := [name for name in existing if name.startswith(NO_MODEL_PREFIX)]):
+            raise WorkerUnfit(
+                f"the running Celery worker(s) {', '.join(unfit)} were started without a language model by an "
+                "evaluation whose runs ask none, and would fail these runs: wait until that evaluation ends "
+                "(it stops its worker) or stop it, then start this one again")
         log(f"Using the running Celery worker(s): {', '.join(existing)}")
         yield ", ".join(existing)
         return
@@ -81,7 +93,7 @@ def _workers(concurrency: int, log, needs_model: bool) -> Iterator[str]:
 
     if needs_model:  # the embedded model, unless LLM_BASE_URL names an endpoint; the worker inherits it
         provide_local_llm()
-    hostname = f"kgv-eval-{os.getpid()}@localhost"
+    hostname = f"{'kgv-eval-' if needs_model else NO_MODEL_PREFIX}{os.getpid()}@localhost"
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "threads",
          "--concurrency", str(concurrency), "--hostname", hostname, "--loglevel", "WARNING"],

@@ -17,6 +17,7 @@ from tests import workers
 from tests.openai_server import ScriptedOpenAIServer, TextReply
 from verifier.evaluation import reports
 from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, drive
+from verifier.evaluation.workers import NO_MODEL_PREFIX, WorkerUnfit, worker_pool
 from verifier.models import Evaluation, EvaluationItem, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -146,3 +147,16 @@ def test_a_stopped_evaluation_leaves_no_run_running(world_kg, tmp_path, private_
     assert stopped.status == Run.Status.CANCELLED and stopped.error.startswith("stopped with evaluation stopped")
     worker = f"kgv-eval-{process.pid}@localhost"
     assert subprocess.run(["pgrep", "-f", worker], capture_output=True).returncode == 1  # the worker is gone too
+
+
+def test_runs_that_ask_a_model_refuse_a_worker_started_without_one():
+    """A model-free evaluation's worker has no LLM endpoint: an evaluation whose runs ask a model must not
+    queue them behind it (each would fail), and says which worker is in the way."""
+    with workers.celery_worker(queue=f"{NO_MODEL_PREFIX}test") as worker:
+        with pytest.raises(WorkerUnfit, match=worker.hostname.replace(".", r"\.")):
+            with worker_pool(1, log=lambda line: None, needs_model=True):
+                pass
+        lines = []
+        with worker_pool(1, log=lines.append, needs_model=False) as used:
+            assert worker.hostname in used
+        assert lines[0].startswith("Using the running Celery worker(s)")

@@ -19,7 +19,7 @@ from verifier.evaluation import reports
 from verifier.evaluation.configs import parse_ablations
 from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.evaluation.runner import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
-from verifier.evaluation.workers import worker_pool
+from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.models import Evaluation, KnowledgeGraph
 from verifier.structure.training import TrainingError, learnt_triples, train, wait_for_model
@@ -84,7 +84,7 @@ class Command(BaseCommand):
             with worker_pool(concurrency, log=self.stdout.write, needs_model=evaluation.mode not in MODEL_FREE_MODES):
                 drive(evaluation, concurrency=concurrency, progress=not options["no_progress"], force=options["force"],
                       log=self.stdout.write)
-        except (EvaluationError, TrainingError) as exc:
+        except (EvaluationError, TrainingError, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: the worker this command started has stopped by now; a run it held would

@@ -17,7 +17,7 @@ from verifier.evaluation import reports
 from verifier.evaluation.configs import SUITE
 from verifier.evaluation.datasets import DATASETS, BenchmarkError
 from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
-from verifier.evaluation.workers import worker_pool
+from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.commands.evaluate import headline
 from verifier.memory.bank import SEED_BANK, seed_if_empty
@@ -85,7 +85,7 @@ class Command(BaseCommand):
                         evaluation.refresh_from_db()
                         self.stdout.write(headline(evaluation))
                         evaluations.append(evaluation)
-        except (EvaluationError, BenchmarkError, ImportRejected) as exc:
+        except (EvaluationError, BenchmarkError, ImportRejected, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
             raise CommandError("interrupted; run the same command again to continue") from None

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
-from verifier.evaluation.workers import worker_pool
+from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.memory import bank, bootstrap
 from verifier.models import Evaluation, KnowledgeGraph
 from verifier.structure.training import TrainingError, wait_for_model
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Investigating {evaluation.items.count()} training triples of {kg.name} ({evaluation.name})…")
             with worker_pool(options["concurrency"], log=self.stdout.write):
                 drive(evaluation, concurrency=options["concurrency"], progress=not options["no_progress"], log=self.stdout.write)
-        except (EvaluationError, TrainingError, ValueError) as exc:
+        except (EvaluationError, TrainingError, ValueError, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
             raise CommandError("interrupted; run the same command again to continue") from None
