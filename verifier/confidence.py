@@ -280,6 +280,20 @@ def import_model(path: Path) -> ConfidenceModel:
         return model
 
 
+def activate(pk: int) -> ConfidenceModel:
+    """Put an earlier model back in force: a KG's own model for that KG (the model for every KG stays the
+    others' fallback), a model for every KG for all of them (the KGs' own models stand down)."""
+    model = ConfidenceModel.objects.filter(pk=pk).first()
+    if model is None:
+        raise ValueError(f"there is no confidence model #{pk} (manage.py calibrate --list shows them)")
+    with transaction.atomic():
+        others = ConfidenceModel.objects.filter(active=True).exclude(pk=pk)
+        (others.filter(kg=model.kg) if model.kg_id else others).update(active=False)
+        model.active = True
+        model.save(update_fields=["active"])
+    return model
+
+
 def seed_if_none() -> ConfidenceModel | None:
     """Activate the shipped confidence model when no confidence model exists yet."""
     if ConfidenceModel.objects.exists() or not SEED_MODEL.exists():

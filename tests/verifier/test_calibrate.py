@@ -98,6 +98,34 @@ def test_a_fitted_model_moves_between_installations(labelled, tmp_path):
     assert confidence.seed_if_none() is None  # a model exists: the shipped one is not imported over it
 
 
+def test_an_earlier_model_is_put_back_in_force_and_the_runs_reassessed(labelled, capsys):
+    """A KG's own fit that weighs worse than the model for every KG is stood down with --activate; the
+    runs' confidences follow the model in force."""
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)
+    everyone = ConfidenceModel.objects.get(active=True)
+    call_command("calibrate", evaluations="fit-runs", kg=labelled.kg.name, no_reassess=True)
+    own = ConfidenceModel.objects.get(active=True, kg=labelled.kg)
+    assert confidence.active_model(labelled.kg_id) == own
+    capsys.readouterr()
+
+    call_command("calibrate", activate=everyone.pk)
+    assert confidence.active_model(labelled.kg_id) == everyone
+    assert list(ConfidenceModel.objects.filter(active=True)) == [everyone]
+    assert "Re-assessed 40 finished weighed runs" in capsys.readouterr().out
+    run = EvaluationItem.objects.filter(evaluation=labelled).first().run
+    run.refresh_from_db()
+    assert run.assessment["confidence_model"] == everyone.pk
+
+    call_command("calibrate", activate=own.pk, no_reassess=True)  # a KG's model: the one for every KG stays the fallback
+    assert confidence.active_model(labelled.kg_id) == own and ConfidenceModel.objects.get(pk=everyone.pk).active
+    call_command("calibrate", list=True)
+    listed = capsys.readouterr().out.splitlines()[-2:]
+    assert listed[0].startswith(f"#{everyone.pk} active, every KG: 40 runs, cross-validated")
+    assert listed[1].startswith(f"#{own.pk} active, {labelled.kg.name}: 40 runs")
+    with pytest.raises(CommandError, match="no confidence model #0"):
+        call_command("calibrate", activate=0)
+
+
 def test_a_file_that_is_not_a_confidence_model_is_refused_and_nothing_changes(labelled, tmp_path):
     call_command("calibrate", evaluations="fit-runs")
     before = list(ConfidenceModel.objects.values_list("pk", "active"))

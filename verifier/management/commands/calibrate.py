@@ -1,6 +1,7 @@
 """``manage.py calibrate --evaluations NAME`` — fit the confidence of verdicts on labelled runs (an
 evaluation's runs on a validation split, reviewers' decisions with ``--reviews``), then recompute the
-confidence of finished runs. ``--export FILE`` / ``--import FILE`` move a fitted model between installations."""
+confidence of finished runs. ``--export FILE`` / ``--import FILE`` move a fitted model between installations;
+``--list`` shows the models and ``--activate ID`` puts an earlier one back in force."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
 from verifier.management.lookup import kg_named
-from verifier.models import Run
+from verifier.models import ConfidenceModel, Run
 
 
 class Command(BaseCommand):
@@ -24,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--export", type=Path, metavar="FILE", help="write the fitted model (or, alone, the active one) as JSON")
         parser.add_argument("--import", dest="import_", type=Path, metavar="FILE",
                             help="activate a model written by --export (for every KG) instead of fitting one")
+        parser.add_argument("--activate", type=int, metavar="ID",
+                            help="put an earlier model back in force (for its KG, or for every KG) instead of fitting one")
+        parser.add_argument("--list", action="store_true", help="list the confidence models and which are in force")
 
     def handle(self, *args, **options):
         kg = None
@@ -31,6 +35,18 @@ class Command(BaseCommand):
             kg = kg_named(options["kg"])
         if options["import_"]:
             return self._import(options["import_"], options["no_reassess"])
+        if options["list"]:
+            return self._list()
+        if options["activate"] is not None:
+            try:
+                model = confidence.activate(options["activate"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write(self.style.SUCCESS(
+                f"Activated confidence model #{model.pk} for {model.kg.name if model.kg else 'every KG'} ({model.source})."))
+            if not options["no_reassess"]:
+                self._reassess(Run.objects.filter(task__kg=model.kg) if model.kg else Run.objects.all())
+            return
         names = [n.strip() for n in options["evaluations"].split(",") if n.strip()]
         if not names and not options["reviews"] and options["export"]:
             model = confidence.active_model(kg.pk if kg else None)
@@ -73,6 +89,14 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Activated confidence model #{model.pk} for every KG ({model.source})."))
         if not no_reassess:
             self._reassess(Run.objects.all())
+
+    def _list(self) -> None:
+        for model in ConfidenceModel.objects.select_related("kg").order_by("pk"):
+            cv = (model.metrics or {}).get("cross_validated") or {}
+            figures = (f", cross-validated {cv['combined_accuracy']:.1%} at ECE {cv['ece']:.3f}"
+                       if cv.get("combined_accuracy") is not None else "")
+            self.stdout.write(f"#{model.pk} {'active' if model.active else 'inactive'}, {model.kg.name if model.kg else 'every KG'}: "
+                              f"{(model.metrics or {}).get('n', '?')} runs{figures}; {model.source}")
 
     def _reassess(self, runs) -> None:
         self.stdout.write(f"Re-assessed {confidence.reassess(runs)} finished weighed runs (agent and evidence mode).")
