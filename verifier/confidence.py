@@ -1,7 +1,9 @@
 """The confidence of a verdict, from weights fitted on labelled runs.
 
 The agent weighs its run's evidence into P(triple true) (verifier/agent/weighing.py) with the weights in
-force: the active ConfidenceModel of the run's KG, else one fitted across KGs. ``manage.py calibrate``
+force: the active ConfidenceModel of the run's KG, else one fitted across KGs. The model put in force last
+(fitted, imported or re-activated) weighs the runs of its KGs: a KG's own model for that KG, a model across
+KGs for all of them, whose own models stand down (``put_in_force``). ``manage.py calibrate``
 fits them by logistic regression (scikit-learn) on labelled runs — benchmark runs on a validation split,
 and reviewers' decisions as they accumulate. The fit is cross-fitted like the structural calibration
 (verifier/structure/fitting.py): the fitted triples are split into folds and, beside the weights fitted on
@@ -190,11 +192,11 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     final = weights(np.arange(len(y)))
     fitted = {key: [fold_of.get(key), bool(label)] for key, (_, label) in triples.items()}
     with transaction.atomic():
-        ConfidenceModel.objects.filter(active=True, kg=kg).update(active=False)
         model = ConfidenceModel.objects.create(
             kg=kg, features=FEATURES, coefficients=[round(float(c), 6) for c in final.coef_[0]],
             intercept=round(float(final.intercept_[0]), 6), source=source[:500], folds=folds, fitted=fitted,
             metrics={"n": len(pairs), "positives": int(y.sum()), "cross_validated": cross_validated})
+        put_in_force(model)
         record_fitted(model)
     return Fit(model, len(pairs), cross_validated)
 
@@ -271,26 +273,31 @@ def import_model(path: Path) -> ConfidenceModel:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}; refit it with manage.py calibrate") from None
     with transaction.atomic():
-        ConfidenceModel.objects.filter(active=True, kg__isnull=True).update(active=False)
         model = ConfidenceModel.objects.create(kg=None, features=data["features"], coefficients=[float(c) for c in data["coefficients"]],
                                                intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
                                                folds=data.get("folds") or [], fitted=data.get("fitted") or {},
                                                source=f"{data.get('source', '')} (imported from {path.name})"[:500])
+        put_in_force(model)
         record_fitted(model)
         return model
 
 
+def put_in_force(model: ConfidenceModel) -> None:
+    """Make ``model`` the one that weighs the runs of its KGs (the module docstring's rule)."""
+    others = ConfidenceModel.objects.filter(active=True).exclude(pk=model.pk)
+    (others.filter(kg=model.kg_id) if model.kg_id else others).update(active=False)
+    if not model.active:
+        model.active = True
+        model.save(update_fields=["active"])
+
+
 def activate(pk: int) -> ConfidenceModel:
-    """Put an earlier model back in force: a KG's own model for that KG (the model for every KG stays the
-    others' fallback), a model for every KG for all of them (the KGs' own models stand down)."""
+    """Put an earlier model back in force (``manage.py calibrate --activate``)."""
     model = ConfidenceModel.objects.filter(pk=pk).first()
     if model is None:
         raise ValueError(f"there is no confidence model #{pk} (manage.py calibrate --list shows them)")
     with transaction.atomic():
-        others = ConfidenceModel.objects.filter(active=True).exclude(pk=pk)
-        (others.filter(kg=model.kg) if model.kg_id else others).update(active=False)
-        model.active = True
-        model.save(update_fields=["active"])
+        put_in_force(model)
     return model
 
 

@@ -124,6 +124,8 @@ def test_an_earlier_model_is_put_back_in_force_and_the_runs_reassessed(labelled,
     assert listed[1].startswith(f"#{own.pk} active, {labelled.kg.name}: 40 runs")
     with pytest.raises(CommandError, match="no confidence model #0"):
         call_command("calibrate", activate=0)
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)  # a new fit for every KG: all others stand down
+    assert ConfidenceModel.objects.filter(active=True).count() == 1 and confidence.active_model(labelled.kg_id).kg is None
 
 
 def test_a_file_that_is_not_a_confidence_model_is_refused_and_nothing_changes(labelled, tmp_path):

@@ -2,6 +2,7 @@
 finished runs are kept, the interrupted one is superseded by a fresh run, nothing else is redone."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,7 +154,7 @@ def test_runs_that_ask_a_model_refuse_a_worker_started_without_one():
     """A model-free evaluation's worker has no LLM endpoint: an evaluation whose runs ask a model must not
     queue them behind it (each would fail), and says which worker is in the way."""
     with workers.celery_worker(queue=f"{NO_MODEL_PREFIX}test") as worker:
-        with pytest.raises(WorkerUnfit, match=worker.hostname.replace(".", r"\.")):
+        with pytest.raises(WorkerUnfit, match=re.escape(worker.hostname)):
             with worker_pool(1, log=lambda line: None, needs_model=True):
                 pass
         lines = []

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-reassess", action="store_true", help="do not recompute finished runs' confidence")
         parser.add_argument("--export", type=Path, metavar="FILE", help="write the fitted model (or, alone, the active one) as JSON")
         parser.add_argument("--import", dest="import_", type=Path, metavar="FILE",
-                            help="activate a model written by --export (for every KG) instead of fitting one")
+                            help="activate a model written by --export, for every KG (their own models stand down)")
         parser.add_argument("--activate", type=int, metavar="ID",
                             help="put an earlier model back in force (for its KG, or for every KG) instead of fitting one")
         parser.add_argument("--list", action="store_true", help="list the confidence models and which are in force")
