@@ -6,10 +6,11 @@ fitted on (CoDEx-S: its 3,654 labelled validation triples; verifier/structure/fi
 folds, and reports for each combination the out-of-fold accuracy as drawn, relation-matched (what a
 relation-matched benchmark measures) and ECE:
 
-- the plausibility's features, Platt-scaled per relation: what KG_Plausibility states;
-- the plausibility's and the rule evidence's features in one such calibration;
-- gradient-boosted trees (scikit-learn) on both, the relation as a category: what a non-linear
-  weighing of the same evidence could reach.
+- the embedding's and the text's features, Platt-scaled per relation (the plausibility before the rule
+  features joined it);
+- those and the rule evidence's features in one such calibration;
+- gradient-boosted trees (scikit-learn) on all of them, the relation as a category: the calibration
+  KG_Plausibility keeps where it predicts better out of fold (verifier/structure/calibration.py).
 
 With ``--probe-pairs N``, N relation-matched (true, false) pairs of those triples are also asked of the
 configured language model (the embedded one unless LLM_BASE_URL is set): the head's passage, the tail's
@@ -40,7 +41,6 @@ import django  # noqa: E402
 django.setup()
 
 import numpy as np  # noqa: E402
-from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
@@ -48,10 +48,10 @@ from verifier.agent import prompts  # noqa: E402
 from verifier.agent.steps import Claim  # noqa: E402
 from verifier.agent.weighing import logit, probe_logit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
-from verifier.structure.calibration import cross_fit, fold_assignment, matched_weights  # noqa: E402
+from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
-from verifier.structure.rule_evidence import rule_evidence, rule_features  # noqa: E402
-from verifier.structure.scoring import LoadedModel  # noqa: E402
+from verifier.structure.rule_evidence import RULE_FEATURES  # noqa: E402
+from verifier.structure.scoring import FEATURES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
 
 
@@ -60,24 +60,9 @@ def line(name: str, figures: dict, n: int) -> str:
             f"matched {figures['cross_validated_matched_accuracy']:.3f}  ECE {figures['cross_validated_ece']:.3f}")
 
 
-def calibrated(x: np.ndarray, relations: list[str], labels: np.ndarray, folds: np.ndarray) -> np.ndarray:
-    """Out-of-fold probabilities of the per-relation Platt scaling the plausibility uses."""
-    _, out = cross_fit(x, relations, labels, feature_names=[str(i) for i in range(x.shape[1])], folds=folds)
-    return out
-
-
-def boosted(x: np.ndarray, relation_ids: np.ndarray, labels: np.ndarray, folds: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Out-of-fold probabilities of gradient-boosted trees, the relation a categorical feature, each relation's
-    triples weighed as the calibration weighs them (a 50% prior per relation)."""
-    codes = np.unique(relation_ids, return_inverse=True)[1]
-    features = np.column_stack([x, codes])
-    out = np.zeros(len(labels))
-    for k in range(int(folds.max()) + 1):
-        fit, held = folds != k, folds == k
-        trees = HistGradientBoostingClassifier(categorical_features=[features.shape[1] - 1], max_iter=200, learning_rate=0.05,
-                                               max_leaf_nodes=15, l2_regularization=1.0, random_state=0)
-        trees.fit(features[fit], labels[fit], sample_weight=weights[fit] + 1e-3)
-        out[held] = trees.predict_proba(features[held])[:, 1]
+def calibrated(x: np.ndarray, relations: list[str], labels: np.ndarray, folds: np.ndarray, fit=None) -> np.ndarray:
+    """Out-of-fold probabilities of a calibration (per-relation Platt scaling unless ``fit`` says otherwise)."""
+    _, out = cross_fit(x, relations, labels, feature_names=[str(i) for i in range(x.shape[1])], folds=folds, fit=fit)
     return out
 
 
@@ -145,14 +130,13 @@ def main() -> None:
     if folds is None:
         sys.exit("too few labelled triples of each kind for cross-validation")
     print(f"{kg.name}: {len(labels):,} labelled triples ({source}), structural model #{model.pk}", flush=True)
-    plausibility = LoadedModel(model).features(triples)
-    rules = np.array([rule_features(rule_evidence(kg, *map(int, t), limit=1)) for t in triples])
-    weights = matched_weights(relations, labels.astype(int))
-    both = np.hstack([plausibility, rules])
+    both = LoadedModel(model).features(triples)
+    plausibility = both[:, :len(FEATURES) - len(RULE_FEATURES)]
     p_plausibility = calibrated(plausibility, relations, labels, folds)
-    for name, p in [("plausibility (Platt per relation)", p_plausibility),
-                    ("plausibility + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
-                    ("plausibility + rule evidence (boosted trees)", boosted(both, triples[:, 1], labels, folds, weights))]:
+    for name, p in [("embedding + text (Platt per relation)", p_plausibility),
+                    ("embedding + text + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
+                    ("embedding + text + rule evidence (boosted trees)",
+                     calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator))]:
         print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
     if args.probe_pairs:
         chosen = matched_pairs(triples, labels, args.probe_pairs)

@@ -9,6 +9,13 @@ verdict 50% likely before the evidence, as the method's judgment criteria say �
 as many (true, false) pairs as it can form, min(#true, #false): a relation with one negative says as
 little about the fit as it would in a relation-matched test set, instead of as much as one with hundreds.
 
+``BoostedCalibrator`` is the non-linear alternative: gradient-boosted trees (scikit-learn's
+HistGradientBoostingClassifier) over the same features with the relation as a categorical feature,
+each triple weighed as above. Where features interact — a rule's support says more when the embedding
+is unsure, a mention settles an occupation but not a citizenship — trees weigh them jointly. A fit
+keeps whichever of the two predicts its labelled triples better out of fold (``fit_best``): trees need a
+few hundred labelled triples, so a small KG keeps the Platt scaling.
+
 ``CrossFitted`` keeps, beside the calibration fitted on every labelled triple, one fitted without each
 fold of them (cross-fitting): a triple the calibration was fitted on is scored by the fold variant that
 never saw it, so labelled triples serve both the fit and an honest evaluation.
@@ -19,8 +26,10 @@ by confidence into 10 equal-width bins, ECE = Σ (n_bin / n) · |accuracy_bin �
 
 from __future__ import annotations
 
+import base64
+import pickle
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +37,8 @@ import numpy as np
 C_GRID = (0.03, 0.1, 0.3, 1.0, 3.0)
 FOLDS = 5
 SEED = 0
+MAX_CATEGORIES = 250  # the trees' categorical feature takes at most 255 values: rarer relations share "missing"
+TREES = {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15, "l2_regularization": 1.0}
 
 
 @dataclass
@@ -61,17 +72,48 @@ class RelationCalibrator:
 
 
 @dataclass
+class BoostedCalibrator:
+    features: list[str]
+    relations: dict[str, int]  # relation → its category code (relations outside it are a missing category)
+    trees: object  # a fitted sklearn.ensemble.HistGradientBoostingClassifier
+
+    def probability(self, x: Sequence[float], relation: str) -> float:
+        return float(self.probabilities(np.asarray(x, dtype=float)[None, :], [relation])[0])
+
+    def probabilities(self, x: np.ndarray, relations: Sequence[str]) -> np.ndarray:
+        codes = np.array([self.relations.get(str(r), np.nan) for r in relations], dtype=float)
+        return self.trees.predict_proba(np.column_stack([np.asarray(x, dtype=float), codes]))[:, 1]
+
+    def to_dict(self) -> dict:
+        # The trees are pickled: they are read back only from the project's own database, by the same
+        # pinned scikit-learn that fitted them (a new version recalibrates: train_kge --recalibrate).
+        return {"kind": "boosted", "features": self.features, "relations": self.relations,
+                "trees": base64.b64encode(pickle.dumps(self.trees)).decode("ascii")}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BoostedCalibrator:
+        return cls(list(data["features"]), dict(data["relations"]), pickle.loads(base64.b64decode(data["trees"])))  # noqa: S301
+
+
+Calibrator = RelationCalibrator | BoostedCalibrator
+
+
+def calibrator_from_dict(data: dict) -> Calibrator:
+    return BoostedCalibrator.from_dict(data) if data.get("kind") == "boosted" else RelationCalibrator.from_dict(data)
+
+
+@dataclass
 class CrossFitted:
     """A calibration fitted on all its labelled triples (``full``) and, per fold, one fitted without that fold."""
 
-    full: RelationCalibrator
-    folds: list[RelationCalibrator] = field(default_factory=list)
+    full: Calibrator
+    folds: list[Calibrator] = field(default_factory=list)
 
     def probability(self, x: Sequence[float], relation: str, fold: int | None = None) -> float:
         """P(true) of a triple; ``fold``: the fold it was fitted in (None for a triple the calibration never saw)."""
         return self.calibrator(fold).probability(x, relation)
 
-    def calibrator(self, fold: int | None) -> RelationCalibrator:
+    def calibrator(self, fold: int | None) -> Calibrator:
         return self.folds[fold] if fold is not None and 0 <= fold < len(self.folds) else self.full
 
     def stored(self, name: str) -> dict:
@@ -82,8 +124,8 @@ class CrossFitted:
     def from_stored(cls, calibration: dict, name: str) -> CrossFitted | None:
         if not calibration.get(name):
             return None
-        return cls(RelationCalibrator.from_dict(calibration[name]),
-                   [RelationCalibrator.from_dict(c) for c in calibration.get(f"{name}_folds") or []])
+        return cls(calibrator_from_dict(calibration[name]),
+                   [calibrator_from_dict(c) for c in calibration.get(f"{name}_folds") or []])
 
 
 def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = FOLDS) -> np.ndarray | None:
@@ -104,19 +146,61 @@ def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = F
     return out
 
 
+Fit = Callable[..., Calibrator]  # (x, relations, labels, *, feature_names) → a calibrator
+
+
 def cross_fit(x: np.ndarray, relations: Sequence[str], labels: Sequence[bool], *, feature_names: Sequence[str],
-              folds: np.ndarray) -> tuple[list[RelationCalibrator], np.ndarray]:
-    """(per fold a calibrator fitted without it, each triple's out-of-fold probability)."""
+              folds: np.ndarray, fit: Fit | None = None) -> tuple[list[Calibrator], np.ndarray]:
+    """(per fold a calibrator fitted without it, each triple's out-of-fold probability); ``fit``: how a
+    calibrator is fitted (per-relation Platt scaling unless given)."""
+    fit = fit or fit_relation_calibrator
     x = np.asarray(x, dtype=float)
     labels = np.asarray(labels, dtype=bool)
     relations = [str(r) for r in relations]
     calibrators, out = [], np.zeros(len(labels))
     for k in range(int(folds.max()) + 1):
-        fit, held = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
-        calibrator = fit_relation_calibrator(x[fit], [relations[i] for i in fit], labels[fit], feature_names=feature_names)
+        kept, held = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
+        calibrator = fit(x[kept], [relations[i] for i in kept], labels[kept], feature_names=feature_names)
         out[held] = [calibrator.probability(x[i], relations[i]) for i in held]
         calibrators.append(calibrator)
     return calibrators, out
+
+
+def fit_best(x: np.ndarray, relations: Sequence[str], labels: Sequence[bool], *, feature_names: Sequence[str],
+             folds: np.ndarray) -> tuple[CrossFitted, np.ndarray]:
+    """Cross-fit both kinds of calibrator and keep the one whose out-of-fold probabilities have the lower
+    log-loss (each triple weighed as the fit weighs it): (the calibration, its out-of-fold probabilities)."""
+    labels = np.asarray(labels, dtype=bool)
+    weights = matched_weights([str(r) for r in relations], labels.astype(int))
+    best = None
+    for fit in (fit_relation_calibrator, fit_boosted_calibrator):
+        calibrators, out = cross_fit(x, relations, labels, feature_names=feature_names, folds=folds, fit=fit)
+        p = np.clip(out, 1e-6, 1 - 1e-6)
+        loss = float(-np.sum(weights * np.where(labels, np.log(p), np.log(1 - p))))
+        if best is None or loss < best[0]:
+            best = (loss, fit, calibrators, out)
+    _, fit, calibrators, out = best
+    return CrossFitted(fit(x, relations, labels, feature_names=feature_names), calibrators), out
+
+
+def fit_boosted_calibrator(x: np.ndarray, relations: Sequence[str], labels: Sequence[bool], *,
+                           feature_names: Sequence[str]) -> BoostedCalibrator:
+    """Gradient-boosted trees over the features and the relation (a category), each triple weighed as
+    ``matched_weights`` says; a relation with one label only keeps a token weight, so its triples still
+    shape the trees' splits on the other features."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x = np.asarray(x, dtype=float).reshape(len(labels), -1)
+    y = np.asarray(labels, dtype=int)
+    relations = [str(r) for r in relations]
+    if len(set(y.tolist())) < 2:
+        raise ValueError("calibration needs both true and false examples")
+    frequent = [r for r, _ in Counter(relations).most_common(MAX_CATEGORIES)]
+    codes = {r: i for i, r in enumerate(sorted(frequent))}
+    design = np.column_stack([x, [codes.get(r, np.nan) for r in relations]])
+    trees = HistGradientBoostingClassifier(categorical_features=[x.shape[1]], random_state=SEED, **TREES)
+    trees.fit(design, y, sample_weight=matched_weights(relations, y) + 1e-3)
+    return BoostedCalibrator(list(feature_names), codes, trees)
 
 
 def _design(z: np.ndarray, relations: list[str], known: list[str]) -> np.ndarray:

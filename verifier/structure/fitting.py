@@ -26,9 +26,11 @@ from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows, typ
 from verifier.evaluation.sampling import NegativeSampler
 from verifier.models import Entity, FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
 from verifier.structure.calibration import (
+    BoostedCalibrator,
     CrossFitted,
     calibration_error,
     cross_fit,
+    fit_best,
     fit_relation_calibrator,
     fold_assignment,
     matched_weights,
@@ -107,8 +109,8 @@ def calibrate_structural(model: StructuralModel) -> dict:
     labels = np.array([r[3] for r in rows], dtype=bool)
     relations = [str(r) for r in triples[:, 1]]
     folds = fold_assignment(relations, labels)
-    structural, metrics = _cross_fitted(LoadedModel(model).features(triples), relations, labels, FEATURES, folds)
-    metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "c": structural.full.c,
+    structural, metrics = _cross_fitted(LoadedModel(model).features(triples), relations, labels, FEATURES, folds, best=True)
+    metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "kind": _kind(structural),
                "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
     calibration = {key: value for key, value in (model.calibration or {}).items() if not key.startswith(("structural", "rules"))}
     calibration.update(structural.stored("structural"))
@@ -137,13 +139,21 @@ def _calibrate_rules(model: StructuralModel, triples: np.ndarray, relations: lis
 
 
 def _cross_fitted(features: np.ndarray, relations: list[str], labels: np.ndarray, names: list[str],
-                  folds: np.ndarray | None) -> tuple[CrossFitted, dict]:
-    """The calibration on all triples and per fold, with the out-of-fold figures (none without folds)."""
-    full = fit_relation_calibrator(features, relations, labels, feature_names=names)
+                  folds: np.ndarray | None, *, best: bool = False) -> tuple[CrossFitted, dict]:
+    """The calibration on all triples and per fold, with the out-of-fold figures (none without folds);
+    ``best``: per-relation Platt scaling or boosted trees, whichever predicts better out of fold."""
     if folds is None:
-        return CrossFitted(full), {}
+        return CrossFitted(fit_relation_calibrator(features, relations, labels, feature_names=names)), {}
+    if best:
+        calibration, out_of_fold = fit_best(features, relations, labels, feature_names=names, folds=folds)
+        return calibration, out_of_fold_metrics(out_of_fold, relations, labels)
     calibrators, out_of_fold = cross_fit(features, relations, labels, feature_names=names, folds=folds)
+    full = fit_relation_calibrator(features, relations, labels, feature_names=names)
     return CrossFitted(full, calibrators), out_of_fold_metrics(out_of_fold, relations, labels)
+
+
+def _kind(calibration: CrossFitted) -> str:
+    return "boosted trees" if isinstance(calibration.full, BoostedCalibrator) else "per-relation Platt scaling"
 
 
 def out_of_fold_metrics(probabilities: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:

@@ -6,13 +6,19 @@ among the *type-compatible* candidates only — entities sharing a declared type
 (domain, for heads), or, in a KG without types, entities seen in that role of the relation — so "ranked
 3rd of 40 languages" says how the tail fares against its real competitors.
 
-The calibration maps eleven features of a triple to a probability (FEATURES). Six are the embedding's:
+The calibration maps eighteen features of a triple to a probability (FEATURES). Six are the embedding's:
 both log-probabilities; both again among the values the KG does not already hold ("new": the head's other
 tails for the relation are taken out of the softmax, so a person with three known citizenships is not held
 against a fourth); and the log of both ranks. Five are what the entities' own text says
 (verifier/structure/described.py): the votes of the entities described most like the head (the tail) and
-whether either text names the other end. On CoDEx-S the new-value probabilities and ranks add about three
-points of relation-matched accuracy to the plain log-probabilities, the text about seven (docs/structure.md).
+whether either text names the other end. Seven are the rule evidence's (verifier/structure/rule_evidence.py):
+the rules that predict the triple, those that predict another value, a functional conflict, a type
+violation. On CoDEx-S the new-value probabilities and ranks add about three points of relation-matched
+accuracy to the plain log-probabilities, the text about seven, the rules weighed jointly with both by
+boosted trees one or two more (docs/structure.md).
+
+A calibration fitted before the rule features joined (on a prefix of FEATURES) still applies to that
+prefix, until ``train_kge <kg> --recalibrate`` refits it on all of them.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Tr
 from verifier.structure import described, kge, stored
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import kg_triples
+from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
 EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
-FEATURES = EMBEDDING_FEATURES + described.FEATURES
+FEATURES = EMBEDDING_FEATURES + described.FEATURES + RULE_FEATURES
 ALTERNATIVES = 3
 
 
@@ -72,14 +79,17 @@ class LoadedModel:
         self.network.load_state_dict(data["state"])
         self.network.eval()
         self.calibration = CrossFitted.from_stored(row.calibration or {}, "structural")
-        if self.calibration is not None and self.calibration.full.features != FEATURES:
+        fitted_on = list(self.calibration.full.features) if self.calibration is not None else []
+        if fitted_on != FEATURES[:len(fitted_on)]:
             # fitted on another feature set: its probabilities would be wrong; recalibrating is quick
             self.calibration = None
+        self.calibrated_features = len(fitted_on)
         self.folds = stored.fold_of(row) if self.calibration is not None else {}
         self._known: dict[str, dict[tuple[int, int], np.ndarray]] | None = None
         self._candidates: dict[tuple[int, str], np.ndarray] | None = None
         self._lock = threading.Lock()
         self._kg_id, self._version = row.kg_id, row.kg_version
+        self._kg = row.kg
         self.calibration_stamp = row.calibration_stamp
         # The triples it was trained without (written with the model, before it is ready: fixed from then on); a
         # network a configuration search holds only in memory has none stored.
@@ -184,9 +194,9 @@ class LoadedModel:
             return None
         tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
         text = self.text().described(head_row, relation_row, tail_row)
-        features = self._features(tail_lp, head_lp, h, r, t) + text.features()
+        features = self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
         probability = None if self.calibration is None else self.calibration.probability(
-            features, str(relation_row), self.folds.get((head_row, relation_row, tail_row)))
+            features[:self.calibrated_features], str(relation_row), self.folds.get((head_row, relation_row, tail_row)))
         return Plausibility(probability, features, self._ranked(tail_lp, t, self.candidates(relation_row, "tail")),
                             self._ranked(head_lp, h, self.candidates(relation_row, "head")), text)
 
@@ -203,8 +213,13 @@ class LoadedModel:
                 tails = torch.log_softmax(self.network.predict_t(tensor[:, :2]), dim=1).numpy()
                 heads = torch.log_softmax(self.network.predict_h(tensor[:, 1:]), dim=1).numpy()
                 for row, ((h, r, t), rows) in enumerate(zip(idx.tolist(), batch.tolist(), strict=True)):
-                    out[start + row] = self._features(tails[row], heads[row], h, r, t) + text.described(*rows).features()
+                    out[start + row] = (self._features(tails[row], heads[row], h, r, t) + text.described(*rows).features()
+                                        + self._rule_features(*rows))
         return out
+
+    def _rule_features(self, head_row: int, relation_row: int, tail_row: int) -> list[float]:
+        """What the rules mined from the KG say about the triple (all 0 where none were mined)."""
+        return rule_features(rule_evidence(self._kg, head_row, relation_row, tail_row, limit=1))
 
 
 def _rank(log_probs: np.ndarray, target: int, candidates: np.ndarray) -> int:

@@ -3,7 +3,15 @@
 import numpy as np
 import pytest
 
-from verifier.structure.calibration import expected_calibration_error, fit_relation_calibrator, reliability_bins
+from verifier.structure.calibration import (
+    BoostedCalibrator,
+    CrossFitted,
+    RelationCalibrator,
+    expected_calibration_error,
+    fit_best,
+    fit_relation_calibrator,
+    reliability_bins,
+)
 
 
 def _scores(rng, n, true_mean, false_mean):
@@ -77,3 +85,35 @@ def test_a_relation_weighs_as_many_pairs_as_it_can_form():
     assert per_group[("c", 1)] == 0.0
     with pytest.raises(ValueError, match="same relation"):
         matched_weights(["a", "b"], np.array([1, 0]))
+
+
+def _interacting(rng, n):
+    """Two features that decide only together: a triple is true when its rule support holds (s2 > 0) or,
+    without support, when the embedding is sure (s1 > 1.5); no linear threshold separates that."""
+    x = np.column_stack([rng.uniform(-3, 3, n), rng.uniform(-1, 1, n)])
+    return x, (x[:, 1] > 0) | (x[:, 0] > 1.5)
+
+
+def test_boosted_trees_are_kept_where_features_interact_and_survive_serialisation():
+    rng = np.random.default_rng(2)
+    x, labels = _interacting(rng, 1200)
+    relations = ["a"] * len(labels)
+    folds = np.arange(len(labels)) % 5
+    calibration, out_of_fold = fit_best(x, relations, labels, feature_names=["s1", "s2"], folds=folds)
+    assert isinstance(calibration.full, BoostedCalibrator)
+    assert len(calibration.folds) == 5
+    assert np.mean((out_of_fold >= 0.5) == labels) > 0.95
+    restored = CrossFitted.from_stored(calibration.stored("structural"), "structural")
+    assert restored.probability([2.5, -0.8], "a") > 0.9  # sure embedding, no support
+    assert restored.probability([-2.5, -0.8], "a") < 0.1  # neither
+    assert restored.probability([-2.5, 0.8], "a") > 0.9  # support alone
+    assert restored.probability([0.3, 0.2], "a", fold=3) == pytest.approx(calibration.folds[3].probability([0.3, 0.2], "a"))
+    assert 0.0 <= restored.probability([0.3, 0.2], "never seen") <= 1.0
+
+
+def test_a_few_linear_triples_keep_the_platt_scaling():
+    rng = np.random.default_rng(3)
+    x, labels = _scores(rng, 30, 1.0, -1.0)
+    folds = np.arange(len(labels)) % 5
+    calibration, _ = fit_best(x, ["a"] * len(labels), labels, feature_names=["s1", "s2"], folds=folds)
+    assert isinstance(calibration.full, RelationCalibrator)

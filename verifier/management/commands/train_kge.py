@@ -31,6 +31,8 @@ def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
 
 def _calibration_line(calibration: dict) -> str:
     line = f"calibrated on {calibration.get('n')} labelled triples ({calibration.get('source')})"
+    if calibration.get("kind"):
+        line += f" by {calibration['kind']}"
     if "cross_validated_ece" in calibration:
         line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
                  f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
