@@ -125,6 +125,9 @@ class Weights:
     model_id: int | None = None
     fold: int | None = None  # cross-fitting: the fold these weights were fitted without (the triple's own)
 
+    def weight(self, feature: str) -> float:
+        return self.coefficients[FEATURES.index(feature)]
+
     def probability(self, evidence: Evidence) -> float:
         z = self.intercept + sum(c * x for c, x in zip(self.coefficients, evidence.vector(), strict=True))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))

@@ -131,6 +131,19 @@ def _fit_weights(**coefficients) -> ConfidenceModel:
     return ConfidenceModel.objects.create(features=FEATURES, coefficients=values, intercept=0.0, source="hand-made")
 
 
+def test_the_article_is_read_only_while_the_weighing_in_force_weighs_the_reading(task):
+    _fit_weights(contradicts=-3.0)  # the reading weighs nothing: its call would only cost time
+    run, requests = run_compact(task, reader("silent"))
+    assert not any(r.messages[0]["content"] == prompts.PASSAGE_SYSTEM for r in requests)
+    assert not SupportItem.objects.filter(run=run, payload__has_key="reading_logit").exists()
+    assert run.assessment["reading_logit"] is None and run.verdict in ("correct", "incorrect")
+    ConfidenceModel.objects.update(active=False)
+    _fit_weights(reading_logit=0.5)
+    run, requests = run_compact(task, reader("silent"))
+    assert sum(r.messages[0]["content"] == prompts.PASSAGE_SYSTEM for r in requests) == 1
+    assert run.assessment["reading_logit"] == pytest.approx(-0.8, abs=1e-3)
+
+
 def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model_answer(task):
     _fit_weights(agent_correct=0.5, contradicts=-3.0)
     run, _ = run_compact(task, reader("contradicts"), verdict_probe=True)
