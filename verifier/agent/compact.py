@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 JUDGMENTS = ("supports", "contradicts", "silent")
 OBSERVATION_LINES = 10  # a tool answer in the loop is cut to its header and first lines
-PLAN_TOKENS = 90
+PLAN_TOKENS = 120  # an impression sentence and a plan step; the grammar ends each at its period
 READING_TOKENS = 4
 
 

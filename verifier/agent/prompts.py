@@ -214,11 +214,14 @@ READING_GRAMMAR = 'root ::= "supports" | "contradicts" | "silent"'
 
 # The impression and plan of the compact profile under a grammar: two headed sections, short lines.
 # Step 1 either settles the claim from the brief (the loop is skipped) or names what to check.
+# One sentence each (a period ends it unless a digit follows, as in "0.09"), so the impression cannot run on
+# until the token limit and leave no strategic plan (a small model otherwise copies the brief after it).
 COMPACT_PLAN_GRAMMAR = f"""root ::= impression "\\n=== Strategic Plan ===\\n[Step 1] " step
-impression ::= "=== Initial Impression ===\\n[" verdict "] Because " line
-step ::= "{SETTLED_STEP}" | "Check " line ("\\n[Step 2] " line)?
+impression ::= "=== Initial Impression ===\\n[" verdict "] Because " sentence
+step ::= "{SETTLED_STEP}" | "Check " sentence
 verdict ::= "Correct" | "Incorrect"
-line ::= [^\\n]+"""
+sentence ::= ([^\\n.] | "." [0-9])+ "."
+"""
 
 
 def reading_prompt(claim: Claim, sentence: str, title: str) -> str:
