@@ -24,6 +24,7 @@ from verifier.evaluation.datasets import fitted_triples
 from verifier.evaluation.metrics import Outcome
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
 from verifier.models import Evaluation, EvaluationItem, Run, Step, StructuralModel, SupportItem
+from verifier.selectors import light_models
 from verifier.structure.scoring import trained_on
 from verifier.tools import render
 
@@ -118,7 +119,7 @@ def _scoring_models(run_ids: list[int]) -> dict[int, list[StructuralModel]]:
     for run_id, payload in rows:
         if payload.get("model"):
             wanted[run_id].add(int(payload["model"]))
-    models = StructuralModel.objects.in_bulk({pk for pks in wanted.values() for pk in pks})
+    models = light_models().in_bulk({pk for pks in wanted.values() for pk in pks})
     return {run_id: [models[pk] for pk in pks if pk in models] for run_id, pks in wanted.items()}
 
 

@@ -35,7 +35,7 @@ from verifier.structure.calibration import (
     fold_assignment,
     matched_weights,
 )
-from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
+from verifier.structure.rule_evidence import RULE_FEATURES
 from verifier.structure.scoring import FEATURES, LoadedModel
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
@@ -109,12 +109,13 @@ def calibrate_structural(model: StructuralModel) -> dict:
     labels = np.array([r[3] for r in rows], dtype=bool)
     relations = [str(r) for r in triples[:, 1]]
     folds = fold_assignment(relations, labels)
-    structural, metrics = _cross_fitted(LoadedModel(model).features(triples), relations, labels, FEATURES, folds, best=True)
+    features = LoadedModel(model).features(triples)
+    structural, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True)
     metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "kind": _kind(structural),
                "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
     calibration = {key: value for key, value in (model.calibration or {}).items() if not key.startswith(("structural", "rules"))}
     calibration.update(structural.stored("structural"))
-    rules = _calibrate_rules(model, triples, relations, labels, folds)
+    rules = _calibrate_rules(model, features[:, -len(RULE_FEATURES):], relations, labels, folds)
     if rules is not None:
         calibration.update(rules[0].stored("rules"))
         metrics["rules"] = rules[1]
@@ -126,14 +127,13 @@ def calibrate_structural(model: StructuralModel) -> dict:
     return metrics
 
 
-def _calibrate_rules(model: StructuralModel, triples: np.ndarray, relations: list[str], labels: np.ndarray,
+def _calibrate_rules(model: StructuralModel, features: np.ndarray, relations: list[str], labels: np.ndarray,
                      folds: np.ndarray | None) -> tuple[CrossFitted, dict] | None:
-    """The same labelled triples' rule evidence (verifier/structure/rule_evidence.py) mapped to a probability,
-    cross-fitted on the same folds: (the calibration, its metrics), or None when the KG has no mined rules."""
-
+    """The same labelled triples' rule evidence (``features``: their RULE_FEATURES, as the plausibility's
+    features carry them) mapped to a probability, cross-fitted on the same folds: (the calibration, its
+    metrics), or None when the KG has no mined rules."""
     if not MinedRule.objects.filter(kg=model.kg, kg_version=model.kg_version).exists():
         return None
-    features = np.array([rule_features(rule_evidence(model.kg, *map(int, t), limit=1)) for t in triples])
     calibration, metrics = _cross_fitted(features, relations, labels, RULE_FEATURES, folds)
     return calibration, {"n": len(labels), **metrics}
 
