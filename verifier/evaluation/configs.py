@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifier.agent.loop import MODES, AgentConfig
+from verifier.agent.weighing import BRIEF_MODES
 
 # Ablation name (command line, tables) → the AgentConfig switch it turns off.
 ABLATIONS = {
@@ -15,6 +16,8 @@ ABLATIONS = {
     "external-tools": "external_tools",
     "structural-tools": "structural_tools",
 }
+# What the brief modes (evidence, reading: no planner, no memory) can be run without: the parts of their brief.
+TOOL_ABLATIONS = ("kg-tools", "external-tools", "structural-tools")
 MODE_LABELS = {
     "agent": "KGV-Agent",
     "zero-shot": "Zero-shot",
@@ -70,8 +73,12 @@ def run_config(mode: str, ablations: tuple[str, ...] = (), *, abstain: bool = Fa
     profile, each run gets the one its worker's model calls for (compact on the embedded model)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
-    if ablations and mode != "agent":
-        raise ValueError("ablations switch off parts of the agent; they apply to --mode agent only")
+    if ablations and mode not in ("agent", *BRIEF_MODES):
+        raise ValueError(f"ablations switch off parts of the agent or of its evidence brief; they apply to --mode agent, "
+                         f"{' and '.join(BRIEF_MODES)} only")
+    if mode in BRIEF_MODES and set(ablations) - set(TOOL_ABLATIONS):
+        raise ValueError(f"--mode {mode} asks no planner and recalls no memory: only {', '.join(TOOL_ABLATIONS)} can be "
+                         "switched off")
     config: dict = {"mode": mode, "abstain": abstain}
     config.update({ABLATIONS[name]: False for name in ablations})
     if mode == "agent" and profile:

@@ -9,6 +9,7 @@ from tests.openai_server import ScriptedOpenAIServer, TextReply
 from verifier.agent import prompts
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.agent.weighing import FEATURES, Evidence, Weights
+from verifier.evaluation.configs import run_config
 from verifier.memory import bank
 from verifier.models import ConfidenceModel, Run, SupportItem, VerificationTask
 from verifier.runner import execute_run
@@ -268,6 +269,24 @@ def test_without_external_tools_no_article_is_read(task):
     run, requests = run_compact(task, reader("supports"), mode="reading", external_tools=False)
     assert requests == [] and run.assessment["reading_logit"] is None
     assert run.verdict == "correct" and run.assessment["p_true"] == pytest.approx(0.5)  # nothing weighed: σ(0)
+
+
+def test_the_evidence_mode_runs_as_an_evaluation_ablation_configures_it(task):
+    """``evaluate --mode evidence --ablate structural-tools`` measures what the weighing is worth without them."""
+    _fit_weights(relevance=2.0, mentioned=1.0)
+    runs = {}
+    for ablations in ((), ("structural-tools",), ("external-tools",)):
+        run = start_run(task=task, config=run_config("evidence", ablations), queue=False)
+        execute_run(run.pk)
+        run.refresh_from_db()
+        runs[ablations] = run
+    full, no_structure, no_text = (runs[a].steps.get(kind="observation").content for a in runs)
+    assert "Structural model:" in full and "Rules:" in full and "Text (" in full
+    assert "Structural model:" not in no_structure and "Rules:" not in no_structure and "Text (" in no_structure
+    assert "Text (" not in no_text and "Rules:" in no_text
+    assert runs[("external-tools",)].assessment["p_true"] == pytest.approx(0.5)  # nothing left that weighs: σ(0)
+    with pytest.raises(ValueError, match="asks no planner and recalls no memory"):
+        run_config("evidence", ("memory",))
 
 
 def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_why(task):

@@ -52,7 +52,8 @@ class Command(BaseCommand):
         parser.add_argument("--n", type=int, default=100, help="labelled triples to draw (half true, half false)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--mode", choices=MODES, default="agent")
-        parser.add_argument("--ablate", default="", help="comma-separated: memory, planning, kg-tools, external-tools")
+        parser.add_argument("--ablate", default="", help="comma-separated parts switched off: memory, planning, kg-tools, "
+                            "external-tools, structural-tools (the evidence and reading modes: the last three)")
         parser.add_argument("--repeats", type=int, default=1, help="verifications of each triple (reliability)")
         parser.add_argument("--concurrency", type=int, default=None, help="runs in flight at once (default 1, or as before)")
         parser.add_argument("--abstain", action="store_true", help="allow 'Not enough evidence'")
