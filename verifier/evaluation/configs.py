@@ -52,6 +52,8 @@ SUITE = (
     Configuration("kge"),
     Configuration("rules"),
     Configuration("evidence"),
+    # What the weighed verdict owes to each part of the brief, in minutes rather than hours of agent runs.
+    *(Configuration("evidence", (name,)) for name in TOOL_ABLATIONS),
     Configuration("reading"),
 )
 
