@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,11 +56,11 @@ def _markers() -> Path:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # PermissionError: alive, someone else's
     except ProcessLookupError:
         return False
-    except PermissionError:  # alive, someone else's
-        return True
+    except PermissionError:
+        pass
     return True
 
 
@@ -88,15 +89,21 @@ def _mark_attached() -> None:
 
 
 @contextlib.contextmanager
-def lifecycle_lock():
-    """Held while a process starts or attaches to the services and while an owner decides to stop them."""
-    path = embedded_dir() / "lifecycle.lock"
-    with path.open("a") as handle:
+def file_lock(lock_file: Path) -> Iterator[None]:
+    """Serialises processes doing the same thing (assembling 1 GB, starting a server, deciding to stop one):
+    the second waits, then finds the first one's result."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def lifecycle_lock():
+    """Held while a process starts or attaches to the services and while an owner decides to stop them."""
+    return file_lock(embedded_dir() / "lifecycle.lock")
 
 
 def others_attached() -> int:
@@ -321,17 +328,14 @@ def provide_missing_services() -> None:
     if os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"):
         return
     base = embedded_dir()
+    services = (("DATABASE_URL", lambda: EmbeddedPostgres(base / "postgres")), ("REDIS_URL", lambda: EmbeddedRedis(base / "redis")))
     with lifecycle_lock():
         _mark_attached()
-        if not os.environ.get("DATABASE_URL"):
-            postgres = EmbeddedPostgres(base / "postgres").start()
-            os.environ["DATABASE_URL"] = postgres.url
-            atexit.register(postgres.stop)
-            if postgres.owned:
-                _exit_on_sigterm()
-        if not os.environ.get("REDIS_URL"):
-            redis = EmbeddedRedis(base / "redis").start()
-            os.environ["REDIS_URL"] = redis.url
-            atexit.register(redis.stop)
-            if redis.owned:
+        for variable, service in services:
+            if os.environ.get(variable):
+                continue
+            started = service().start()
+            os.environ[variable] = started.url
+            atexit.register(started.stop)
+            if started.owned:
                 _exit_on_sigterm()

@@ -16,7 +16,6 @@ the commands and test fixtures that need a model call :func:`provide_local_llm` 
 from __future__ import annotations
 
 import atexit
-import fcntl
 import importlib.util
 import json
 import logging
@@ -28,12 +27,11 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
-from kgv_web.embedded import PROJECT_DIR, EmbeddedServiceError, _free_port, embedded_dir
+from kgv_web.embedded import PROJECT_DIR, EmbeddedServiceError, _free_port, embedded_dir, file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -99,19 +97,6 @@ def _package_file(package: str, relative: str, weights: ModelWeights) -> Path:
     return path
 
 
-@contextmanager
-def _locked(lock_file: Path) -> Iterator[None]:
-    # Serialises processes doing the same slow thing (assembling 1 GB, starting a server), so the
-    # second one waits and then reuses the first one's result instead of doing it again.
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def assemble_gguf(parts: Sequence[Path], target: Path) -> Path:
     """Concatenate ``parts`` in order into ``target``, once.
 
@@ -120,7 +105,7 @@ def assemble_gguf(parts: Sequence[Path], target: Path) -> Path:
     never sees a half-written model.
     """
     expected = sum(part.stat().st_size for part in parts)
-    with _locked(target.with_name(target.name + ".lock")):
+    with file_lock(target.with_name(target.name + ".lock")):
         if target.is_file() and target.stat().st_size == expected:
             return target
         logger.info("assembling %s from %d parts (%d MB)", target, len(parts), expected // 1_000_000)
@@ -218,7 +203,7 @@ class EmbeddedLLM:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self._attach():
             return self
-        with _locked(self.directory / "start.lock"):
+        with file_lock(self.directory / "start.lock"):
             if self._attach():  # another process started it while we waited for the lock
                 return self
             self._launch()
