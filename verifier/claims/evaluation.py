@@ -16,7 +16,6 @@ repair round); a claim whose model reply never became one counts as failed.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from verifier.claims.service import decompose_claim, outcome, start_part_runs, s
 from verifier.claims.subgraph import is_unknown
 from verifier.claims.verdict import SUPPORTED
 from verifier.errors import ApplicationError
+from verifier.evaluation.metrics import wilson_interval
 from verifier.models import Claim, ClaimPart, KnowledgeGraph
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.runner import execute_run
@@ -153,15 +153,6 @@ def evaluate(kg: KnowledgeGraph, path: Path, *, mode: str, llm: LLM, config: dic
     return results
 
 
-def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 0.0
-    p = correct / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
-
-
 def summary(results: list[ClaimResult]) -> dict:
     by_category: dict[str, list[ClaimResult]] = defaultdict(list)
     for result in results:
@@ -169,7 +160,7 @@ def summary(results: list[ClaimResult]) -> dict:
 
     def figures(rows: list[ClaimResult]) -> dict:
         correct = sum(r.correct for r in rows)
-        low, high = wilson(correct, len(rows))
+        low, high = wilson_interval(correct, len(rows))
         return {"n": len(rows), "accuracy": round(100 * correct / len(rows), 1) if rows else None,
                 "interval95": [round(100 * low, 1), round(100 * high, 1)],
                 "answered_supported": sum(r.predicted == "supported" for r in rows),

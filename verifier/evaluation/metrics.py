@@ -154,15 +154,44 @@ def efficiency(outcomes: list[Outcome]) -> dict:
     }
 
 
+SELECTIVE_THRESHOLDS = (0.6, 0.7, 0.8, 0.9, 0.95)
+
+
 def calibration(outcomes: list[Outcome]) -> dict | None:
     """Expected calibration error and the reliability diagram's bins of the runs' confidences (the
-    probability each run gave its verdict being right); None when no run has a confidence."""
+    probability each run gave its verdict being right), and what deciding only above a confidence gives
+    (``selective``); None when no run has a confidence."""
     rated = [o for o in outcomes if o.confidence is not None]
     if not rated:
         return None
     confidence, right = [o.confidence for o in rated], [o.right for o in rated]
     return {"n": len(rated), "ece": expected_calibration_error(confidence, right), "bins": reliability_bins(confidence, right),
-            "mean_confidence": statistics.fmean(confidence)}
+            "mean_confidence": statistics.fmean(confidence), "selective": selective(confidence, right, len(outcomes))}
+
+
+def selective(confidence: list[float], right: list[bool], total: int) -> list[dict]:
+    """Per confidence threshold, the verdicts at or above it: their share of all ``total`` verifications
+    (coverage), how many were right, and the 95% Wilson interval of that accuracy. A curator who accepts
+    those verdicts and reviews the rest by hand learns here how much review the threshold saves and how
+    many wrong verdicts it lets through."""
+    rows = []
+    for threshold in SELECTIVE_THRESHOLDS:
+        kept = [r for c, r in zip(confidence, right, strict=True) if c >= threshold]
+        low, high = wilson_interval(sum(kept), len(kept))
+        rows.append({"threshold": threshold, "n": len(kept), "coverage": _ratio(len(kept), total),
+                     "accuracy": _ratio(sum(kept), len(kept)), "low": low, "high": high})
+    return rows
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (0, 0 for n = 0)."""
+    z = statistics.NormalDist().inv_cdf((1 + level) / 2)
+    if n == 0:
+        return 0.0, 0.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 MIN_FLAGGED = 10  # fewer verifications than this are too few to call an outcome degenerate

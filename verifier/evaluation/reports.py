@@ -182,6 +182,19 @@ def calibration_markdown(figures: dict) -> list[str]:
              "| confidence bin | n | mean confidence | accuracy (%) |", "|---|---|---|---|"]
     lines += [f"| {b['low']:.1f}–{b['high']:.1f} | {b['n']} | {fmt(b['confidence'], 'ratio')} | {fmt(b['accuracy'])} |"
               for b in calibration["bins"]]
+    return lines + selective_markdown(calibration)
+
+
+def selective_markdown(calibration: dict) -> list[str]:
+    """What accepting only the verdicts at or above a confidence gives: how many verifications that covers and
+    how many of those verdicts were right (with the 95% Wilson interval)."""
+    rows = calibration.get("selective") or []
+    if not rows:
+        return []
+    lines = ["", "Verdicts at or above a confidence (accept those, review the rest):", "",
+             "| confidence ≥ | verdicts | coverage (%) | accuracy (%) | 95% interval |", "|---|---|---|---|---|"]
+    lines += [f"| {r['threshold']:.2f} | {r['n']} | {fmt(r['coverage'])} | {fmt(r['accuracy']) if r['n'] else '–'} | "
+              f"{fmt(r['low']) + '–' + fmt(r['high']) if r['n'] else '–'} |" for r in rows]
     return lines
 
 

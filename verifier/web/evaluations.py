@@ -53,7 +53,11 @@ def _calibration(figures: dict) -> dict | None:
     return {"n": calibration["n"], "ece": reports.fmt(calibration["ece"], "ratio"),
             "mean_confidence": reports.fmt(calibration.get("mean_confidence"), "ratio"),
             "bins": [{"range": f"{b['low']:.1f}–{b['high']:.1f}", "n": b["n"], "confidence": reports.fmt(b["confidence"], "ratio"),
-                      "accuracy": reports.fmt(b["accuracy"])} for b in calibration["bins"]]}
+                      "accuracy": reports.fmt(b["accuracy"])} for b in calibration["bins"]],
+            "selective": [{"threshold": f"{r['threshold']:.2f}", "n": r["n"], "coverage": reports.fmt(r["coverage"]),
+                           "accuracy": reports.fmt(r["accuracy"]) if r["n"] else "–",
+                           "interval": f"{reports.fmt(r['low'])}–{reports.fmt(r['high'])}" if r["n"] else "–"}
+                          for r in calibration.get("selective") or []]}
 
 
 @role_required(VIEWER)

@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.claims.benchmark import CATEGORIES, generate, write_jsonl
-from verifier.claims.evaluation import ClaimBenchmarkError, read_claims, summary, wilson
+from verifier.claims.evaluation import ClaimBenchmarkError, read_claims, summary
+from verifier.evaluation.metrics import wilson_interval
 from verifier.kg.loader import load_source
 from verifier.kg.sources import read_codex
 from verifier.models import Claim, ClaimPart, Entity, Relation, Triple
@@ -131,5 +132,5 @@ def test_summary_counts_open_and_failed_claims_as_wrong():
     figures = summary(results)
     assert figures["overall"]["accuracy"] == pytest.approx(33.3) and figures["overall"]["failed"] == 1
     assert figures["entity_recall"] == pytest.approx(66.7)
-    low, high = wilson(50, 100)
+    low, high = wilson_interval(50, 100)
     assert low == pytest.approx(0.404, abs=0.001) and high == pytest.approx(0.596, abs=0.001)

@@ -69,3 +69,34 @@ def test_the_evaluation_page_shows_the_calibration_and_its_diagram(make_user):
     assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml" and b"perfect calibration" in chart.content
     assert "No run of this evaluation has a confidence." in client.get(f"/evaluations/{plain.pk}/").content.decode()
     assert client.get(f"/evaluations/{plain.pk}/charts/reliability.svg").status_code == 404
+
+
+def test_selective_verdicts_count_coverage_and_accuracy_above_each_confidence():
+    from scipy.stats import binomtest
+
+    rows = {r["threshold"]: r for r in metrics.compute(_outcomes(True))["calibration"]["selective"]}
+    # ≥ 0.9: the three most confident verdicts, all right; ≥ 0.6 … 0.8: five verdicts, one of them (0.88) wrong
+    assert (rows[0.9]["n"], rows[0.9]["coverage"], rows[0.9]["accuracy"]) == (3, 0.3, 1.0)
+    assert (rows[0.8]["n"], rows[0.8]["coverage"], rows[0.8]["accuracy"]) == (5, 0.5, 0.8)
+    assert rows[0.6]["n"] == rows[0.7]["n"] == 5 and rows[0.95]["n"] == 1
+    expected = binomtest(4, 5).proportion_ci(method="wilson")
+    assert rows[0.8]["low"] == pytest.approx(expected.low) and rows[0.8]["high"] == pytest.approx(expected.high)
+
+
+def test_selective_verdicts_share_the_whole_evaluation_as_their_denominator():
+    outcomes = _outcomes(True) + [Outcome(triple=99, relation="P27", expected=True, verdict="no_answer", confidence=None)]
+    rows = {r["threshold"]: r for r in metrics.compute(outcomes)["calibration"]["selective"]}
+    assert rows[0.9]["coverage"] == pytest.approx(3 / 11)  # a failed run without a confidence is not covered
+
+
+def test_the_report_and_the_page_show_the_selective_verdicts(tmp_path, make_user):
+    evaluation = _evaluation("calibrated")
+    reports.write_reports([evaluation], tmp_path, title="Reports")
+    text = (tmp_path / "results.md").read_text()
+    assert "| confidence ≥ | verdicts | coverage (%) | accuracy (%) | 95% interval |" in text
+    assert "| 0.90 | 3 | 30.0 | 100.0 | 43.9–100.0 |" in text and "| 0.80 | 5 | 50.0 | 80.0 | 37.6–96.4 |" in text
+    client = Client()
+    client.force_login(make_user("viewer"))
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert 'id="selective-verdicts"' in page
+    assert "<td>0.90</td><td class=\"num\">3</td><td class=\"num\">30.0</td><td class=\"num\">100.0</td>" in page
