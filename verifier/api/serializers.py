@@ -111,7 +111,7 @@ class ConfigField(serializers.JSONField):
 
 
 class TaskBulkSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["run", "assign"])
+    action = serializers.ChoiceField(choices=["run", "assign", "accept"])
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK_IDS)
     assignee = serializers.PrimaryKeyRelatedField(queryset=get_user_model().objects.filter(is_active=True),
                                                   allow_null=True, required=False, default=None)
@@ -136,6 +136,9 @@ class TaskBulkResultSerializer(serializers.Serializer):
     runs = serializers.ListField(child=serializers.IntegerField(), help_text="runs queued (run)", required=False)
     busy = serializers.ListField(child=serializers.IntegerField(), required=False,
                                  help_text="tasks left alone because a run of theirs is already queued or running (run)")
+    reviews = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                    help_text="the accept reviews recorded, one per task (accept)")
+    left = serializers.IntegerField(required=False, help_text="tasks without a finished verdict or already reviewed (accept)")
 
 
 # -------------------------------------------------------------------------------------------------- runs

@@ -90,11 +90,18 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=s.TaskBulkSerializer, responses={200: s.TaskBulkResultSerializer})
     @action(detail=False, methods=["post"])
     def bulk(self, request: Request) -> Response:
-        """Run or assign several tasks at once (all or nothing)."""
+        """Run, assign or accept the verdicts of several tasks at once (all or nothing). Accepting needs the
+        reviewer role: each task with a finished verdict and no reviewer decision gets an accept review."""
         form = s.TaskBulkSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
         tasks = VerificationTask.objects.filter(pk__in=data["ids"])
+        if data["action"] == "accept":
+            if not has_role(request.user, REVIEWER):
+                raise exceptions.PermissionDenied("accepting verdicts needs the reviewer role")
+            with transaction.atomic():
+                reviews, left = services.accept_verdicts(tasks=tasks.order_by("pk"), reviewer=request.user)
+            return Response({"action": "accept", "reviews": [review.pk for review in reviews], "left": left})
         if data["action"] == "assign":
             changed = services.assign_tasks(tasks=tasks, assignee=data["assignee"], actor=request.user)
             return Response({"action": "assign", "changed": changed})

@@ -43,7 +43,7 @@ class TaskImportForm(forms.Form):
 class BulkActionForm(forms.Form):
     """An action on the tasks ticked in the queue. The view checks the role each action needs."""
 
-    ACTIONS = (("run", "Run selected"), ("assign", "Assign"), ("export", "Export"))
+    ACTIONS = (("run", "Run selected"), ("assign", "Assign"), ("accept", "Accept the verdicts"), ("export", "Export"))
 
     action = forms.ChoiceField(choices=ACTIONS)
     tasks = forms.ModelMultipleChoiceField(VerificationTask.objects.all(), error_messages={

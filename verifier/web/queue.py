@@ -38,7 +38,7 @@ from verifier.queue_filters import (
     by_origin,
     filter_tasks,
 )
-from verifier.roles import ADMIN, CURATOR, VIEWER, has_role, role_required
+from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import audit_events, run_pace, tasks_in_flight
 from verifier.uploads import save_upload, uploaded_file
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
@@ -128,6 +128,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "mine_count": in_view.filter(assignee=request.user).count(),
         "origin": origin,
         "can_curate": has_role(request.user, CURATOR),
+        "can_review": has_role(request.user, REVIEWER),
         "per_page": _page_size(request),
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
@@ -192,10 +193,19 @@ def _assign(request: HttpRequest, tasks, assignee) -> None:
     messages.success(request, f"{changed} task(s) assigned to {who}{suffix}.")
 
 
+def _accept_selected(request: HttpRequest, tasks) -> None:
+    reviews, left = services.accept_verdicts(tasks=tasks, reviewer=request.user)
+    if reviews:
+        messages.success(request, f"{len(reviews)} verdict(s) accepted.")
+    if left:
+        messages.warning(request, f"{left} task(s) had no finished verdict or were already reviewed and were left alone.")
+
+
 @require_POST
 @role_required(VIEWER)
 def bulk_action(request: HttpRequest) -> HttpResponse:
-    """Run, assign or export the ticked tasks. Exporting is reading (viewer); the rest needs a curator."""
+    """Run, assign, accept or export the ticked tasks. Exporting is reading (viewer); accepting the verdicts needs
+    a reviewer; the rest a curator."""
     form = BulkActionForm(request.POST)
     if not form.is_valid():
         for errors in form.errors.values():
@@ -205,9 +215,12 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
     action, tasks = form.cleaned_data["action"], list(form.cleaned_data["tasks"].order_by("pk"))
     if action == "export":
         return redirect(export_url(form.cleaned_data["fmt"], [task.pk for task in tasks]))
-    if not has_role(request.user, CURATOR):
-        raise PermissionDenied(f"{dict(BulkActionForm.ACTIONS)[action].lower()} needs the curator role")
-    if action == "run":
+    needed = REVIEWER if action == "accept" else CURATOR
+    if not has_role(request.user, needed):
+        raise PermissionDenied(f"{dict(BulkActionForm.ACTIONS)[action].lower()} needs the {needed} role")
+    if action == "accept":
+        _accept_selected(request, tasks)
+    elif action == "run":
         _run_selected(request, tasks)
     else:
         _assign(request, tasks, form.cleaned_data["assignee"])

@@ -6,7 +6,7 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from tests.verifier.exports.verified_runs import add_review, make_finished_run, make_task
-from verifier.models import AuditEvent, Run, VerificationTask
+from verifier.models import AuditEvent, Review, Run, VerificationTask
 from verifier.queue_filters import QueueFilterError, filter_tasks
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +177,18 @@ def test_bulk_assign_refuses_viewers_and_unknown_tasks(queue, client_as, make_us
     response = client.post(reverse("api:task-bulk"), {"action": "run", "ids": [*pick(queue, "pending"), 999999]}, format="json")
     assert response.status_code == 400 and "999999" in response.json()["error"]["details"]["ids"][0]
     assert not Run.objects.filter(task=queue["pending"]).exists()
+
+
+def test_bulk_accept_records_an_accept_review_per_undecided_verdict(queue, client_as):
+    url = reverse("api:task-bulk")
+    wanted = pick(queue, "agreed", "rerun", "pending", "requeued")
+    assert client_as("curator").post(url, {"action": "accept", "ids": wanted}, format="json").status_code == 403
+    response = client_as("reviewer").post(url, {"action": "accept", "ids": wanted}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    # rerun: its newest verdict (correct, commented on, not decided); requeued: its finished verdict while a new run
+    # waits; agreed already has a reviewer's decision and pending no verdict: both left alone
+    assert body["action"] == "accept" and body["left"] == 2 and len(body["reviews"]) == 2
+    accepted = {(r.run.task_id, r.verdict) for r in Review.objects.filter(pk__in=body["reviews"])}
+    assert accepted == {(queue["rerun"].pk, "correct"), (queue["requeued"].pk, "correct")}
+    assert AuditEvent.objects.filter(action="review.accept").count() == 2

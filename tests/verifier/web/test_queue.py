@@ -434,3 +434,26 @@ def test_the_queue_the_run_page_and_the_exports_say_the_same_agreement(make_user
     page_state = review_state(list(run.reviews.all())).state
     assert (page_state == "split") == (expected == "split") and (page_state == "unreviewed") == (expected == "unreviewed")
     assert shown(signed_in(make_user("curator", "cu")).get("/", {"agreement": expected, "origin": "all"})) == [task.pk]
+
+
+def test_a_reviewer_accepts_the_ticked_verdicts_in_one_step_and_each_is_audited(queue, make_user):
+    reviewer = client_for(make_user, "reviewer")
+    response = _bulk(reviewer, "accept", [queue.correct, queue.incorrect, queue.pending, queue.overridden, queue.running])
+    assert response.status_code == 302
+    for task, verdict in ((queue.correct, "correct"), (queue.incorrect, "incorrect")):
+        task.refresh_from_db()
+        review = Review.objects.get(run__task=task)
+        assert task.status == Status.REVIEWED and review.decision == "accept" and review.verdict == verdict
+    assert AuditEvent.objects.filter(action="review.accept").count() == 2
+    # no verdict yet (pending, running) or a reviewer's decision already stands (overridden): left alone
+    assert Review.objects.get(run__task=queue.overridden).decision == "override"
+    assert not Review.objects.filter(run__task__in=[queue.pending, queue.running]).exists()
+    page = reviewer.get(response["Location"]).content.decode()
+    assert "2 verdict(s) accepted." in page and "3 task(s) had no finished verdict or were already reviewed" in page
+    assert 'id="bulk-accept"' in page
+
+
+def test_accepting_verdicts_in_bulk_needs_the_reviewer_role(queue):
+    assert _bulk(queue.client, "accept", [queue.correct]).status_code == 403  # a curator
+    assert not Review.objects.filter(run__task=queue.correct).exists()
+    assert 'id="bulk-accept"' not in queue.client.get(reverse("queue")).content.decode()
