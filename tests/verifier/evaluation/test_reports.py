@@ -100,3 +100,12 @@ def test_the_report_and_the_page_show_the_selective_verdicts(tmp_path, make_user
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert 'id="selective-verdicts"' in page
     assert "<td>0.90</td><td class=\"num\">3</td><td class=\"num\">30.0</td><td class=\"num\">100.0</td>" in page
+
+
+def test_the_evaluate_command_headline_states_the_calibration_and_the_confident_share():
+    from verifier.management.commands.evaluate import headline
+
+    line = headline(_evaluation("calibrated"))
+    assert "ECE" in line and "over 10 verdicts with a confidence" in line
+    assert "confidence ≥ 0.90: 30.0% of verifications, 100.0% right (43.9–100.0)" in line
+    assert "ECE" not in headline(_evaluation("no-confidence", with_confidence=False))

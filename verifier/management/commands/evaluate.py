@@ -39,7 +39,20 @@ def headline(evaluation: Evaluation) -> str:
     return (f"{evaluation.label} on {reports.benchmark_title(evaluation)}: accuracy {reports.fmt(figures['accuracy'])}%, "
             f"F1 {reports.fmt(figures['f1'])}, P {reports.fmt(figures['precision'])}, R {reports.fmt(figures['recall'])} "
             f"over {figures['n']} verifications; answer rate {reports.fmt(figures['answer_rate'])}%; "
-            f"{figures['failed_runs']} failed run(s); runs that saw the query triple: {leaks}")
+            f"{figures['failed_runs']} failed run(s); runs that saw the query triple: {leaks}{_confidence(figures)}")
+
+
+def _confidence(figures: dict) -> str:
+    """The calibration and the share of verdicts confident enough to accept unread, when runs state a confidence."""
+    calibration = figures.get("calibration")
+    if not calibration:
+        return ""
+    line = f"\nECE {reports.fmt(calibration['ece'], 'ratio')} over {calibration['n']} verdicts with a confidence"
+    for row in calibration.get("selective") or []:
+        if row["threshold"] == 0.9 and row["n"]:
+            line += (f"; confidence ≥ 0.90: {reports.fmt(row['coverage'])}% of verifications, {reports.fmt(row['accuracy'])}% "
+                     f"right ({reports.fmt(row['low'])}–{reports.fmt(row['high'])})")
+    return line
 
 
 class Command(BaseCommand):
