@@ -48,6 +48,15 @@
   }
   refreshSelection();
 
+  // Accepting verdicts records a review per task: ask once, naming how many, before the form goes.
+  const acceptButton = document.getElementById("bulk-accept");
+  if (acceptButton) {
+    acceptButton.addEventListener("click", (event) => {
+      const ticked = rowChecks().filter((box) => box.checked).length;
+      if (!window.confirm(`Accept the verdicts of ${ticked} ticked task(s)? Each becomes your review.`)) event.preventDefault();
+    });
+  }
+
   if (filters) {
     filters.querySelectorAll("select").forEach((select) => {
       select.addEventListener("change", () => filters.requestSubmit());

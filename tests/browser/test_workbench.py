@@ -137,6 +137,27 @@ def test_a_reviewer_overrides_one_run_promotes_another_and_the_next_run_uses_tha
     assert row.count() == 1 and float(row.get_attribute("data-similarity")) == pytest.approx(used.similarity, abs=1e-3)
 
 
+def test_a_reviewer_accepts_the_confident_verdicts_of_a_filtered_queue(browser_context, world_kg, make_user):
+    make_user("reviewer", username="rhea")
+    sure, unsure = task_of(world_kg, "Q42", "P27", "Q145"), task_of(world_kg, "Q42", "P19", "Q90")
+    for task, confidence in ((sure, 0.97), (unsure, 0.6)):
+        Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict="correct", confidence=confidence)
+        VerificationTask.objects.filter(pk=task.pk).update(status=VerificationTask.Status.VERIFIED)
+    page = sign_in(browser_context, "rhea", PASSWORD)
+    page.goto("/?confidence_min=0.9")
+    assert page.locator("input.row-check").count() == 1
+    page.check("#select-all")
+    page.once("dialog", lambda dialog: dialog.dismiss())  # the reviewer thinks again: nothing is sent
+    page.click("#bulk-accept")
+    page.wait_for_timeout(500)
+    assert "confidence_min=0.9" in page.url and not Review.objects.exists()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#bulk-accept")
+    page.wait_for_selector("text=1 verdict(s) accepted.")
+    assert [(r.run.task_id, r.decision, r.verdict) for r in Review.objects.all()] == [(sure.pk, "accept", "correct")]
+    assert "confidence_min=0.9" in page.url  # back to the queue as the reviewer filtered it
+
+
 @pytest.mark.parametrize("fmt", ["json", "csv", "ttl"])
 def test_an_export_of_the_selection_downloads_and_parses(browser_context, world_kg, make_user, fmt):
     curator = make_user("curator")
