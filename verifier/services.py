@@ -181,15 +181,17 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
 def accept_verdicts(*, tasks, reviewer) -> tuple[list, int]:
     """Accept the standing verdict of each task that has one and no reviewer decision yet — the newest run with a
     verdict, the run the queue shows — one audited ``review_run`` each: (the reviews, how many tasks were left
-    alone: no finished verdict, or already decided by a reviewer, whose decision a bulk accept never replaces)."""
+    alone: no finished verdict, or already decided by a reviewer, whose decision a bulk accept never replaces).
+    All or nothing."""
     reviews, left = [], 0
-    for task in tasks:
-        run = Run.objects.filter(task=task).exclude(verdict="").order_by("-created_at", "-id").first()
-        decided = Review.objects.filter(run__task=task).exclude(decision=Review.Decision.COMMENT).exists()
-        if run is None or not run.is_reviewable or decided:
-            left += 1
-            continue
-        reviews.append(review_run(run=run, reviewer=reviewer, decision=Review.Decision.ACCEPT))
+    with transaction.atomic():
+        for task in tasks:
+            run = Run.objects.filter(task=task).exclude(verdict="").order_by("-created_at", "-id").first()
+            decided = Review.objects.filter(run__task=task).exclude(decision=Review.Decision.COMMENT).exists()
+            if run is None or not run.is_reviewable or decided:
+                left += 1
+                continue
+            reviews.append(review_run(run=run, reviewer=reviewer, decision=Review.Decision.ACCEPT))
     return reviews, left
 
 
