@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from typing import Protocol
+
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
 
 
 class ToolCache(Protocol):
@@ -23,7 +28,9 @@ def cache_key(kg_version: str, tool: str, arguments: dict[str, str], exclude: fr
 
 
 class DjangoToolCache:
-    """Shared across runs and worker processes through the configured Django cache (Redis)."""
+    """Shared across runs and worker processes through the configured Django cache (Redis). The cache only
+    saves work: while Redis is unreachable (restarting, say) a lookup misses and a result is not kept, and
+    the investigation goes on instead of failing on a tool call that had succeeded."""
 
     def __init__(self, alias: str = "default", timeout: int = 7 * 24 * 3600):
         from django.core.cache import caches
@@ -32,7 +39,14 @@ class DjangoToolCache:
         self.timeout = timeout
 
     def get(self, key: str) -> dict | None:
-        return self.cache.get(key)
+        try:
+            return self.cache.get(key)
+        except (RedisError, OSError) as exc:
+            logger.warning("tool cache unreachable, computing the result: %s", exc)
+            return None
 
     def set(self, key: str, value: dict) -> None:
-        self.cache.set(key, value, self.timeout)
+        try:
+            self.cache.set(key, value, self.timeout)
+        except (RedisError, OSError) as exc:
+            logger.warning("tool cache unreachable, result not kept: %s", exc)

@@ -74,3 +74,19 @@ def test_results_are_cached_per_run_and_across_runs_per_kg_version(world, world_
     KnowledgeGraph.objects.filter(pk=world_kg.pk).update(version=world_kg.version + 1)
     world.kg = PostgresKG(KnowledgeGraph.objects.get(pk=world_kg.pk))
     assert not Toolbox(world, shared_cache=shared).call("KG_Neighbor", ["Douglas Adams"]).cached
+
+
+@pytest.mark.django_db
+def test_an_unreachable_tool_cache_only_costs_the_cache_the_tool_call_still_answers(world, world_kg):
+    import socket
+
+    from django.core.cache.backends.redis import RedisCache
+
+    with socket.socket() as probe:  # a port nothing listens on: every cache call is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    shared = DjangoToolCache()
+    shared.cache = RedisCache(f"redis://127.0.0.1:{port}/0", {})
+    result = Toolbox(world, shared_cache=shared).call("KG_Neighbor", ["Douglas Adams"])
+    assert not result.cached and "Douglas Adams" in result.text
+    assert shared.get("kgv:tool:missing") is None
