@@ -269,7 +269,8 @@ def fit_relation_calibrator(x: np.ndarray, relations: Sequence[str], labels: Seq
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     z = (x - mean) / scale
-    known = sorted({r for r in relations if len({int(v) for v, rr in zip(y, relations, strict=True) if rr == r}) == 2})
+    labels_of = {(r, int(v)) for r, v in zip(relations, y, strict=True)}
+    known = sorted({r for r in relations if (r, 0) in labels_of and (r, 1) in labels_of})
     design = _design(z, relations, known)
     weights = matched_weights(relations, y)
     if c is None:
