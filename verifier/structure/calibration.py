@@ -63,6 +63,9 @@ class RelationCalibrator:
     def probability(self, x: Sequence[float], relation: str) -> float:
         return float(1.0 / (1.0 + np.exp(-np.clip(self.logit(x, relation), -30, 30))))
 
+    def probabilities(self, x: np.ndarray, relations: Sequence[str]) -> np.ndarray:
+        return np.array([self.probability(row, relation) for row, relation in zip(x, relations, strict=True)])
+
     def to_dict(self) -> dict:
         return {"features": self.features, "mean": self.mean, "scale": self.scale, "intercept": self.intercept,
                 "weights": self.weights, "relations": self.relations, "c": self.c}
@@ -178,7 +181,7 @@ def cross_fit(x: np.ndarray, relations: Sequence[str], labels: Sequence[bool], *
     for k in range(int(folds.max()) + 1):
         kept, held = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
         calibrator = fit(x[kept], [relations[i] for i in kept], labels[kept], feature_names=feature_names)
-        out[held] = [calibrator.probability(x[i], relations[i]) for i in held]
+        out[held] = calibrator.probabilities(x[held], [relations[i] for i in held])
         calibrators.append(calibrator)
     return calibrators, out
 
