@@ -5,13 +5,14 @@ import random
 
 import pytest
 
-from verifier.evaluation.datasets import fitted_triples
+from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
 from verifier.models import FitTriple, HeldOutTriple, StructuralModel, VerificationTask
 from verifier.structure import scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
+from verifier.structure.fitting import calibrate_structural
 from verifier.structure.kge import KGEConfig
 from verifier.structure.training import train
 from verifier.tools.kg_plausibility import observation
@@ -92,6 +93,31 @@ def test_a_triple_the_calibration_was_fitted_on_is_scored_by_the_fit_that_left_i
     row = fitted.first()
     FitTriple.objects.create(kg=kg, purpose="confidence", head=row.head, relation=row.relation, tail=row.tail, label=row.label)
     assert fitted_triples(kg) == {(row.head_id, row.relation_id, row.tail_id)}
+
+
+def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corruptions(towns, tmp_path, settings, monkeypatch):
+    """Like FB15k-237: the dataset ships validation triples the KG lacks, and no negatives."""
+    kg, triples = towns
+    valid = [t for t in triples if t[1] == "citizen_of"][:40]
+    ids = [_ids(kg, *t) for t in valid]
+    for h, r, t in ids:
+        kg.triples.filter(head_id=h, relation_id=r, tail_id=t).delete()
+    (tmp_path / "towns").mkdir()
+    (tmp_path / "towns" / "valid.txt").write_text("".join("\t".join(t) + "\n" for t in valid))
+    settings.KGV_DATA_DIR = tmp_path
+    monkeypatch.setitem(DATASETS, "towns", _Dataset("towns", "towns/valid.txt"))
+    model = train(kg, config=TINY)
+    calibration = model.metrics["calibration"]
+    assert calibration["source"] == "towns/valid.txt and type-constrained corruptions of it"
+    fitted = FitTriple.objects.filter(kg=kg, purpose="structural")
+    assert set(fitted.filter(label=True).values_list("head_id", "relation_id", "tail_id")) == set(ids)
+    negatives = set(fitted.filter(label=False).values_list("head_id", "relation_id", "tail_id"))
+    in_kg = set(kg.triples.values_list("head_id", "relation_id", "tail_id"))
+    assert len(negatives) > 30 and not negatives & (in_kg | set(ids))
+    assert calibration["folds"] == 5 and not fitted.filter(fold__isnull=True).exists()
+    # Without the dataset's file (a KG loaded elsewhere), the slice and its corruptions calibrate it.
+    (tmp_path / "towns" / "valid.txt").unlink()
+    assert "calibration slice" in calibrate_structural(model)["source"]
 
 
 def test_a_queued_triple_is_never_scored_by_a_model_trained_on_it(towns):
