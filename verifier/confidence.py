@@ -12,6 +12,12 @@ out, so an evaluation may draw it (the model's ``fitted`` map names the triples 
 shipped model keeps this on any installation); with too few runs for folds, its triples are recorded as
 fitted without a fold and no evaluation draws them again. The confidence stored on a run is the
 probability that its verdict is right.
+
+Shipped models live in verifier/data: ``confidence_model.json`` for every KG, activated by ``make demo``
+when no model exists, and ``confidence_model.<KG name>.json`` for one KG, activated when that KG is loaded
+unless it has a model of its own. A KG's own weighing matters where its evidence differs: FB15k-237 has no
+passages, and the weight the model for every KG gives the structural probability (fitted on CoDEx-S,
+where the text shares the work) under-states the verdicts there.
 """
 
 from __future__ import annotations
@@ -254,14 +260,16 @@ FORMAT = "kgv-confidence-model/1"
 
 def export_model(model: ConfidenceModel, path: Path) -> None:
     """Write a confidence model as JSON (its weights, what it was fitted on and how well it did)."""
-    path.write_text(json.dumps({"format": FORMAT, "features": model.features, "coefficients": model.coefficients,
+    path.write_text(json.dumps({"format": FORMAT, "kg": model.kg.name if model.kg_id else None,
+                                "features": model.features, "coefficients": model.coefficients,
                                 "intercept": model.intercept, "source": model.source, "metrics": model.metrics,
                                 "folds": model.folds, "fitted": model.fitted}, indent=1))
 
 
 def import_model(path: Path) -> ConfidenceModel:
-    """Activate a confidence model read from ``export_model``'s JSON, for every KG; a file that is not one, or
-    whose features are not the agent's, is refused with the reason and nothing is changed."""
+    """Activate a confidence model read from ``export_model``'s JSON, for its KG (which must be loaded) or for
+    every KG; a file that is not one, or whose features are not the agent's, is refused with the reason and
+    nothing is changed."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -272,8 +280,13 @@ def import_model(path: Path) -> ConfidenceModel:
         aligned(list(data.get("features") or []), list(data.get("coefficients") or []))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}; refit it with manage.py calibrate") from None
+    kg = None
+    if data.get("kg"):
+        kg = KnowledgeGraph.objects.filter(name=data["kg"]).first()
+        if kg is None:
+            raise ValueError(f"{path}: fitted for the KG {data['kg']!r}, which is not loaded; load it first (manage.py load_kg)")
     with transaction.atomic():
-        model = ConfidenceModel.objects.create(kg=None, features=data["features"], coefficients=[float(c) for c in data["coefficients"]],
+        model = ConfidenceModel.objects.create(kg=kg, features=data["features"], coefficients=[float(c) for c in data["coefficients"]],
                                                intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
                                                folds=data.get("folds") or [], fitted=data.get("fitted") or {},
                                                source=f"{data.get('source', '')} (imported from {path.name})"[:500])
@@ -301,8 +314,18 @@ def activate(pk: int) -> ConfidenceModel:
     return model
 
 
-def seed_if_none() -> ConfidenceModel | None:
-    """Activate the shipped confidence model when no confidence model exists yet."""
-    if ConfidenceModel.objects.exists() or not SEED_MODEL.exists():
+def seed_if_none() -> list[ConfidenceModel]:
+    """Activate the shipped confidence models where there is none yet: the one for every KG when no confidence
+    model exists, then each loaded KG's own (``seed_kg_model``)."""
+    seeded = [import_model(SEED_MODEL)] if SEED_MODEL.exists() and not ConfidenceModel.objects.exists() else []
+    return seeded + [model for kg in KnowledgeGraph.objects.all() if (model := seed_kg_model(kg)) is not None]
+
+
+def seed_kg_model(kg: KnowledgeGraph) -> ConfidenceModel | None:
+    """Activate the model shipped for this KG (verifier/data/confidence_model.<KG name>.json) unless the KG has
+    a confidence model of its own already (in force or stood down by a curator)."""
+    shipped = {path.name: path for path in SEED_MODEL.parent.glob("confidence_model.*.json")}
+    path = shipped.get(f"confidence_model.{kg.name}.json")
+    if path is None or ConfidenceModel.objects.filter(kg=kg).exists():
         return None
-    return import_model(SEED_MODEL)
+    return import_model(path)

@@ -95,7 +95,37 @@ def test_a_fitted_model_moves_between_installations(labelled, tmp_path):
     ConfidenceModel.objects.all().delete()
     call_command("calibrate", import_=path, no_reassess=True)
     assert FitTriple.objects.filter(purpose=FitTriple.Purpose.CONFIDENCE, fold__isnull=False).count() == 40
-    assert confidence.seed_if_none() is None  # a model exists: the shipped one is not imported over it
+    assert confidence.seed_if_none() == []  # a model exists: the shipped one is not imported over it
+
+
+def test_a_kgs_own_model_ships_for_that_kg_and_is_seeded_when_the_kg_is_loaded(labelled, tmp_path, monkeypatch, capsys):
+    kg = labelled.kg
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)  # the model for every KG
+    call_command("calibrate", evaluations="fit-runs", kg=kg.name, no_reassess=True, export=tmp_path / "own.json")
+    assert json.loads((tmp_path / "own.json").read_text())["kg"] == kg.name
+    everyone = ConfidenceModel.objects.get(active=True, kg=None)
+    ConfidenceModel.objects.filter(kg=kg).delete()
+    capsys.readouterr()
+
+    call_command("calibrate", import_=tmp_path / "own.json", no_reassess=True)
+    own = ConfidenceModel.objects.get(kg=kg)
+    assert f"for {kg.name} (" in capsys.readouterr().out
+    assert confidence.active_model(kg.pk) == own and ConfidenceModel.objects.get(pk=everyone.pk).active
+
+    # Shipped beside the model for every KG as confidence_model.<KG name>.json: seeded once, when the KG is there.
+    shipped = tmp_path / "data"
+    shipped.mkdir()
+    (shipped / f"confidence_model.{kg.name}.json").write_text((tmp_path / "own.json").read_text())
+    monkeypatch.setattr(confidence, "SEED_MODEL", shipped / "confidence_model.json")
+    ConfidenceModel.objects.filter(kg=kg).delete()
+    seeded = confidence.seed_if_none()
+    assert [model.kg for model in seeded] == [kg] and confidence.active_model(kg.pk) == seeded[0]
+    assert confidence.seed_kg_model(kg) is None  # the KG has its own model now: never imported over it
+
+    data = json.loads((tmp_path / "own.json").read_text())
+    (tmp_path / "elsewhere.json").write_text(json.dumps({**data, "kg": "not-loaded"}))
+    with pytest.raises(CommandError, match="fitted for the KG 'not-loaded', which is not loaded"):
+        call_command("calibrate", import_=tmp_path / "elsewhere.json")
 
 
 def test_an_earlier_model_is_put_back_in_force_and_the_runs_reassessed(labelled, capsys):

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
@@ -89,3 +91,22 @@ def test_load_kg_command_reports_errors_in_one_line(tmp_path):
     bad = _write(tmp_path, "bad.tsv", "only\ttwo\n")
     with pytest.raises(CommandError, match="bad.tsv:1"):
         call_command("load_kg", str(bad), "--no-embed", "--no-progress")
+
+
+def test_load_kg_activates_the_confidence_model_shipped_for_that_kg(tmp_path, monkeypatch):
+    from verifier import confidence
+    from verifier.agent.weighing import FEATURES
+    from verifier.models import ConfidenceModel
+
+    shipped = tmp_path / "data"
+    shipped.mkdir()
+    (shipped / "confidence_model.small.json").write_text(json.dumps(
+        {"format": confidence.FORMAT, "kg": "small", "features": FEATURES, "coefficients": [0.5] * len(FEATURES), "intercept": 0.2}))
+    monkeypatch.setattr(confidence, "SEED_MODEL", shipped / "confidence_model.json")
+    path = _write(tmp_path, "small.tsv", "alice\tknows\tbob\nbob\tknows\tcarol\n")
+    call_command("load_kg", str(path), "--no-kge", "--no-embed", "--no-progress", stdout=open("/dev/null", "w"))
+    kg = KnowledgeGraph.objects.get(name="small")
+    model = ConfidenceModel.objects.get(kg=kg)
+    assert model.active and model.intercept == 0.2 and "confidence_model.small.json" in model.source
+    call_command("load_kg", str(path), "--replace", "--no-kge", "--no-embed", "--no-progress", stdout=open("/dev/null", "w"))
+    assert ConfidenceModel.objects.filter(kg=kg).count() == 1  # a reload keeps the KG's model, imported once

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-reassess", action="store_true", help="do not recompute finished runs' confidence")
         parser.add_argument("--export", type=Path, metavar="FILE", help="write the fitted model (or, alone, the active one) as JSON")
         parser.add_argument("--import", dest="import_", type=Path, metavar="FILE",
-                            help="activate a model written by --export, for every KG (their own models stand down)")
+                            help="activate a model written by --export: for its KG, or for every KG (their own models stand down)")
         parser.add_argument("--activate", type=int, metavar="ID",
                             help="put an earlier model back in force (for its KG, or for every KG) instead of fitting one")
         parser.add_argument("--list", action="store_true", help="list the confidence models and which are in force")
@@ -86,9 +86,10 @@ class Command(BaseCommand):
             model = confidence.import_model(path)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(self.style.SUCCESS(f"Activated confidence model #{model.pk} for every KG ({model.source})."))
+        self.stdout.write(self.style.SUCCESS(
+            f"Activated confidence model #{model.pk} for {model.kg.name if model.kg else 'every KG'} ({model.source})."))
         if not no_reassess:
-            self._reassess(Run.objects.all())
+            self._reassess(Run.objects.filter(task__kg=model.kg) if model.kg else Run.objects.all())
 
     def _list(self) -> None:
         for model in ConfidenceModel.objects.select_related("kg").order_by("pk"):

@@ -52,8 +52,8 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self._load_demo_kg()
         self._seed_memory_bank()
-        if seeded := confidence.seed_if_none():
-            self.stdout.write(f"Verdict confidence: {seeded.source}.")
+        for seeded in confidence.seed_if_none():
+            self.stdout.write(f"Verdict confidence{f' for {seeded.kg.name}' if seeded.kg else ''}: {seeded.source}.")
         password = self._demo_login()
         if options["no_serve"]:
             return

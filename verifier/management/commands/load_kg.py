@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from verifier import confidence
 from verifier.kg.loader import ImportRejected, load_source
 from verifier.kg.sources import SourceError, detect_source
 from verifier.structure.rules import mine_rules
@@ -58,6 +59,8 @@ class Command(BaseCommand):
         started = time.perf_counter()
         rules = mine_rules(report.kg)
         self.stdout.write(f"Mined {rules:,} Horn rules (length ≤ 2) in {time.perf_counter() - started:.1f}s")
+        if seeded := confidence.seed_kg_model(report.kg):
+            self.stdout.write(f"Verdict confidence for {report.kg.name}: {seeded.source}.")
         if not options["no_kge"]:
             queued = request_training(report.kg, reason="KG loaded")
             if queued is not None:
