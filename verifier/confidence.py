@@ -266,10 +266,10 @@ def export_model(model: ConfidenceModel, path: Path) -> None:
                                 "folds": model.folds, "fitted": model.fitted}, indent=1))
 
 
-def import_model(path: Path) -> ConfidenceModel:
+def import_model(path: Path, *, fallback: bool = False) -> ConfidenceModel:
     """Activate a confidence model read from ``export_model``'s JSON, for its KG (which must be loaded) or for
-    every KG; a file that is not one, or whose features are not the agent's, is refused with the reason and
-    nothing is changed."""
+    every KG (``fallback``: only where a KG has no model of its own); a file that is not one, or whose
+    features are not the agent's, is refused with the reason and nothing is changed."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -290,15 +290,16 @@ def import_model(path: Path) -> ConfidenceModel:
                                                intercept=float(data["intercept"]), metrics=data.get("metrics") or {},
                                                folds=data.get("folds") or [], fitted=data.get("fitted") or {},
                                                source=f"{data.get('source', '')} (imported from {path.name})"[:500])
-        put_in_force(model)
+        put_in_force(model, fallback=fallback)
         record_fitted(model)
         return model
 
 
-def put_in_force(model: ConfidenceModel) -> None:
-    """Make ``model`` the one that weighs the runs of its KGs (the module docstring's rule)."""
+def put_in_force(model: ConfidenceModel, *, fallback: bool = False) -> None:
+    """Make ``model`` the one that weighs the runs of its KGs (the module docstring's rule); ``fallback``: a
+    model for every KG that leaves the KGs' own models in force."""
     others = ConfidenceModel.objects.filter(active=True).exclude(pk=model.pk)
-    (others.filter(kg=model.kg_id) if model.kg_id else others).update(active=False)
+    (others.filter(kg=model.kg_id) if model.kg_id or fallback else others).update(active=False)
     if not model.active:
         model.active = True
         model.save(update_fields=["active"])
@@ -315,9 +316,11 @@ def activate(pk: int) -> ConfidenceModel:
 
 
 def seed_if_none() -> list[ConfidenceModel]:
-    """Activate the shipped confidence models where there is none yet: the one for every KG when no confidence
-    model exists, then each loaded KG's own (``seed_kg_model``)."""
-    seeded = [import_model(SEED_MODEL)] if SEED_MODEL.exists() and not ConfidenceModel.objects.exists() else []
+    """Activate the shipped confidence models where there is none yet: the one for every KG when there is no
+    model for every KG (as the fallback: a KG's own model stays in force), then each loaded KG's own
+    (``seed_kg_model``)."""
+    seeded = ([import_model(SEED_MODEL, fallback=True)]
+              if SEED_MODEL.exists() and not ConfidenceModel.objects.filter(kg__isnull=True).exists() else [])
     return seeded + [model for kg in KnowledgeGraph.objects.all() if (model := seed_kg_model(kg)) is not None]
 
 

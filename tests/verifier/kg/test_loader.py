@@ -110,3 +110,8 @@ def test_load_kg_activates_the_confidence_model_shipped_for_that_kg(tmp_path, mo
     assert model.active and model.intercept == 0.2 and "confidence_model.small.json" in model.source
     call_command("load_kg", str(path), "--replace", "--no-kge", "--no-embed", "--no-progress", stdout=open("/dev/null", "w"))
     assert ConfidenceModel.objects.filter(kg=kg).count() == 1  # a reload keeps the KG's model, imported once
+    # The demo's seeding afterwards adds the model for every KG as the fallback: the KG keeps its own.
+    (shipped / "confidence_model.json").write_text(json.dumps(
+        {"format": confidence.FORMAT, "features": FEATURES, "coefficients": [1.0] * len(FEATURES), "intercept": 0.0}))
+    [everyone] = confidence.seed_if_none()
+    assert everyone.kg is None and everyone.active and confidence.active_model(kg.pk) == model
