@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import models
-from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from verifier.models.kg import Entity, KnowledgeGraph, Relation
@@ -21,11 +20,11 @@ class StructuralModelQuerySet(models.QuerySet):
 
     def ready_for(self, kg: KnowledgeGraph) -> StructuralModel | None:
         """The newest ready model of the KG's current version, without its weights and calibration (megabytes,
-        read once per process and calibration by verifier/structure/scoring.py; every tool call asks this), with
-        the calibration's ``calibration_stamp``."""
+        read once per process and calibration by verifier/structure/scoring.py; every tool call asks this).
+        Nothing is read out of the calibration: even one key of it costs the database a pass over the whole
+        document, several milliseconds a call."""
         return (self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY)
-                .select_related("kg").defer("weights", "calibration")
-                .annotate(calibration_fitted_at=KT("calibration__fitted_at")).order_by("-id").first())
+                .select_related("kg").defer("weights", "calibration").order_by("-id").first())
 
 
 class StructuralModel(models.Model):
@@ -51,6 +50,7 @@ class StructuralModel(models.Model):
     training_triples = models.PositiveIntegerField(default=0)
     weights = models.BinaryField(null=True, blank=True, editable=False)
     calibration = models.JSONField(default=dict, blank=True, help_text="fitted score → probability maps")
+    calibrated_at = models.DateTimeField(null=True, blank=True, help_text="when the calibration was fitted")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -77,9 +77,7 @@ class StructuralModel(models.Model):
     @property
     def calibration_stamp(self) -> str:
         """When the calibration was fitted: what names it in the per-process caches of a calibration."""
-        if "calibration" in self.get_deferred_fields() and hasattr(self, "calibration_fitted_at"):
-            return self.calibration_fitted_at or ""
-        return str((self.calibration or {}).get("fitted_at", ""))
+        return self.calibrated_at.isoformat() if self.calibrated_at else ""
 
     @property
     def description(self) -> str:

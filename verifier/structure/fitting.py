@@ -129,11 +129,12 @@ def calibrate_structural(model: StructuralModel) -> dict:
     if rules is not None:
         calibration.update(rules[0].stored("rules"))
         metrics["rules"] = rules[1]
-    model.calibration = {**calibration, "fitted_at": timezone.now().isoformat()}
+    model.calibrated_at = timezone.now()
+    model.calibration = {**calibration, "fitted_at": model.calibrated_at.isoformat()}
     model.metrics = {**(model.metrics or {}), "calibration": metrics}
     with transaction.atomic():
         _record(model.kg, rows, folds)
-        model.save(update_fields=["calibration", "metrics"])
+        model.save(update_fields=["calibration", "calibrated_at", "metrics"])
     return metrics
 
 

@@ -120,6 +120,18 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     assert "calibration slice" in calibrate_structural(model)["source"]
 
 
+def test_a_recalibrated_model_is_scored_with_its_new_calibration(towns):
+    kg, _ = towns
+    model = train(kg, config=TINY)
+    before = scoring.loaded(StructuralModel.objects.ready_for(kg))
+    assert before.calibration_stamp == model.calibrated_at.isoformat()
+    calibrate_structural(model)
+    ready = StructuralModel.objects.ready_for(kg)  # what every tool call reads: the stamp, not the calibration
+    assert "calibration" in ready.get_deferred_fields() and ready.calibration_stamp == model.calibrated_at.isoformat()
+    after = scoring.loaded(ready)
+    assert after is not before and after.calibration_stamp == ready.calibration_stamp != before.calibration_stamp
+
+
 def test_a_queued_triple_is_never_scored_by_a_model_trained_on_it(towns):
     kg, triples = towns
     model = train(kg, config=TINY)
