@@ -156,7 +156,8 @@ class LoadedModel:
         pool = np.union1d(candidates, [target])
         scores = log_probs[pool]
         order = pool[np.argsort(-scores, kind="stable")]
-        alternatives = [(int(self.entity_rows[i]), float(np.exp(log_probs[i]))) for i in order if i != target][:ALTERNATIVES]
+        best = order[:ALTERNATIVES + 1]  # the target may be among them
+        alternatives = [(int(self.entity_rows[i]), float(np.exp(log_probs[i]))) for i in best if i != target][:ALTERNATIVES]
         return Ranked(_rank(log_probs, target, candidates), len(pool), alternatives)
 
     def known_values(self, side: str) -> dict[tuple[int, int], np.ndarray]:
