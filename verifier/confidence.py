@@ -315,7 +315,7 @@ def activate(pk: int) -> ConfidenceModel:
     return model
 
 
-def seed_if_none() -> list[ConfidenceModel]:
+def seed_shipped_models() -> list[ConfidenceModel]:
     """Activate the shipped confidence models where there is none yet: the one for every KG when there is no
     model for every KG (as the fallback: a KG's own model stays in force), then each loaded KG's own
     (``seed_kg_model``)."""

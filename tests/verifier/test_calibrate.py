@@ -95,7 +95,7 @@ def test_a_fitted_model_moves_between_installations(labelled, tmp_path):
     ConfidenceModel.objects.all().delete()
     call_command("calibrate", import_=path, no_reassess=True)
     assert FitTriple.objects.filter(purpose=FitTriple.Purpose.CONFIDENCE, fold__isnull=False).count() == 40
-    assert confidence.seed_if_none() == []  # a model exists: the shipped one is not imported over it
+    assert confidence.seed_shipped_models() == []  # a model exists: the shipped one is not imported over it
 
 
 def test_a_kgs_own_model_ships_for_that_kg_and_is_seeded_when_the_kg_is_loaded(labelled, tmp_path, monkeypatch, capsys):
@@ -118,7 +118,7 @@ def test_a_kgs_own_model_ships_for_that_kg_and_is_seeded_when_the_kg_is_loaded(l
     (shipped / f"confidence_model.{kg.name}.json").write_text((tmp_path / "own.json").read_text())
     monkeypatch.setattr(confidence, "SEED_MODEL", shipped / "confidence_model.json")
     ConfidenceModel.objects.filter(kg=kg).delete()
-    seeded = confidence.seed_if_none()
+    seeded = confidence.seed_shipped_models()
     assert [model.kg for model in seeded] == [kg] and confidence.active_model(kg.pk) == seeded[0]
     assert confidence.seed_kg_model(kg) is None  # the KG has its own model now: never imported over it
 
@@ -187,7 +187,7 @@ def test_an_agent_evaluation_without_a_confidence_model_is_warned_how_to_activat
     warning = confidence.unweighed_warning(world_kg.pk)
     assert "verdicts will be the model's own answers" in warning
     assert "manage.py calibrate --import verifier/data/confidence_model.json" in warning
-    confidence.seed_if_none()
+    confidence.seed_shipped_models()
     assert confidence.unweighed_warning(world_kg.pk) == ""
 
 

@@ -113,5 +113,5 @@ def test_load_kg_activates_the_confidence_model_shipped_for_that_kg(tmp_path, mo
     # The demo's seeding afterwards adds the model for every KG as the fallback: the KG keeps its own.
     (shipped / "confidence_model.json").write_text(json.dumps(
         {"format": confidence.FORMAT, "features": FEATURES, "coefficients": [1.0] * len(FEATURES), "intercept": 0.0}))
-    [everyone] = confidence.seed_if_none()
+    [everyone] = confidence.seed_shipped_models()
     assert everyone.kg is None and everyone.active and confidence.active_model(kg.pk) == model

@@ -52,7 +52,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self._load_demo_kg()
         self._seed_memory_bank()
-        for seeded in confidence.seed_if_none():
+        for seeded in confidence.seed_shipped_models():
             self.stdout.write(f"Verdict confidence{f' for {seeded.kg.name}' if seeded.kg else ''}: {seeded.source}.")
         password = self._demo_login()
         if options["no_serve"]:
