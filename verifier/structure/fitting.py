@@ -129,8 +129,7 @@ def calibrate_structural(model: StructuralModel) -> dict:
     if rules is not None:
         calibration.update(rules[0].stored("rules"))
         metrics["rules"] = rules[1]
-    model.calibrated_at = timezone.now()
-    model.calibration = {**calibration, "fitted_at": model.calibrated_at.isoformat()}
+    model.calibration, model.calibrated_at = calibration, timezone.now()
     model.metrics = {**(model.metrics or {}), "calibration": metrics}
     with transaction.atomic():
         _record(model.kg, rows, folds)
