@@ -117,6 +117,34 @@ def build_model(config: KGEConfig, num_entities: int, num_relations: int):
     )
 
 
+class OneQuestion:
+    """Every entity's score for one question (anchor, relation, ?), as PyKEEN's ``predict_t`` / ``predict_h``
+    give it, in a fraction of their time: the tools ask one question at a time, where PyKEEN's batched
+    interaction broadcasts the query against every entity (about 2 ms on FB15k-237's 14,951 entities).
+
+    Every offered interaction (INTERACTIONS: ComplEx, DistMult, RESCAL) is linear in the tail's vector, so
+    score(anchor, relation, e) = q · e for a query vector q: PyKEEN's own interaction evaluated on the basis
+    vectors gives q (a few hundred tiny scores), and one product with the entity matrix, kept transposed so
+    that the product streams it row by row, gives every score (about 0.3 ms)."""
+
+    def __init__(self, model):
+        with torch.inference_mode():
+            entities = model.entity_representations[0](indices=None)
+            self._by_column = entities.T.contiguous()  # (width, entities)
+            self._relations = model.relation_representations[0](indices=None)
+            self._basis = torch.eye(entities.shape[-1], dtype=entities.dtype)
+        self._interaction = model.interaction
+        self._inverter = model.relation_inverter
+
+    @torch.inference_mode()
+    def scores(self, anchor: int, relation: int, *, inverse: bool) -> torch.Tensor:
+        """Scores of every entity as the tail of (anchor, relation) — of its inverse when ``inverse``: the heads
+        of (?, relation, anchor), as the reciprocal model predicts them."""
+        representation = int(self._inverter.map(torch.tensor([[0, relation]]), index=1, invert=inverse)[0, 1])
+        query = self._interaction(h=self._by_column[:, anchor][None], r=self._relations[representation][None], t=self._basis)
+        return query @ self._by_column
+
+
 def _factory(triples: np.ndarray, num_entities: int, num_relations: int):
     from pykeen.triples import CoreTriplesFactory
 

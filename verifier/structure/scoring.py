@@ -78,6 +78,7 @@ class LoadedModel:
         self.network = kge.build_model(self.config, len(self.entity_rows), len(self.relation_rows))
         self.network.load_state_dict(data["state"])
         self.network.eval()
+        self.one_question = kge.OneQuestion(self.network)
         self.calibration = CrossFitted.from_stored(row.calibration or {}, "structural")
         fitted_on = list(self.calibration.full.features) if self.calibration is not None else []
         if fitted_on != FEATURES[:len(fitted_on)]:
@@ -104,13 +105,7 @@ class LoadedModel:
     @torch.inference_mode()
     def log_probs(self, anchor: int, relation: int, side: str) -> np.ndarray:
         """log p(· | anchor, relation) over all entities; side "tail": anchor is the head, "head": the tail."""
-        # predict_t / predict_h, not score_t / score_h: with reciprocal relations PyKEEN maps a relation id to
-        # its forward (and inverse) representation inside predict_*; score_* take representation ids as given.
-        if side == "tail":
-            scores = self.network.predict_t(torch.tensor([[anchor, relation]]))
-        else:
-            scores = self.network.predict_h(torch.tensor([[relation, anchor]]))
-        return torch.log_softmax(scores[0], dim=0).numpy()
+        return torch.log_softmax(self.one_question.scores(anchor, relation, inverse=side == "head"), dim=0).numpy()
 
     def predicted(self, anchor_row: int, relation_row: int, side: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` likeliest type-compatible entities (row ids) on ``side`` of (anchor, relation) and their

@@ -117,3 +117,23 @@ def test_a_few_linear_triples_keep_the_platt_scaling():
     folds = np.arange(len(labels)) % 5
     calibration, _ = fit_best(x, ["a"] * len(labels), labels, feature_names=["s1", "s2"], folds=folds)
     assert isinstance(calibration.full, RelationCalibrator)
+
+
+def test_the_compiled_trees_give_scikit_learns_probabilities():
+    """The tools score with the trees compiled by Treelite: the same probabilities as scikit-learn's own
+    predict_proba, for known relations, a relation the fit never saw and a missing feature value."""
+    rng = np.random.default_rng(4)
+    x, labels = _interacting(rng, 1500)
+    relations = [f"r{i % 7}" for i in range(len(labels))]
+    folds = np.arange(len(labels)) % 5
+    calibration, _ = fit_best(x, relations, labels, feature_names=["s1", "s2"], folds=folds)
+    trees = calibration.full
+    assert isinstance(trees, BoostedCalibrator)
+    queries = rng.normal(0.0, 1.5, size=(300, 2))
+    queries[::10, 1] = np.nan
+    asked = [f"r{i % 9}" for i in range(len(queries))]  # r7 and r8: never seen
+    codes = np.array([trees.relations.get(r, np.nan) for r in asked], dtype=float)
+    expected = trees.trees.predict_proba(np.column_stack([queries, codes]))[:, 1]
+    assert np.allclose(trees.probabilities(queries, asked), expected, atol=1e-9)
+    assert trees.probability(queries[3], asked[3]) == pytest.approx(expected[3], abs=1e-9)
+    assert len(np.unique(expected)) >= 10 and expected.min() < 0.1 < 0.9 < expected.max()  # many leaves, both verdicts
