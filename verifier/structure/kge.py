@@ -28,6 +28,10 @@ INTERACTIONS = {"ComplEx": "complex", "DistMult": "distmult", "RESCAL": "rescal"
 COMPLEX_MODELS = {"ComplEx"}
 MATRIX_RELATIONS = {"RESCAL"}  # a relation is a dim × dim matrix
 OPTIMIZERS = {"Adam": torch.optim.Adam, "Adagrad": torch.optim.Adagrad}
+# How a batch is scored against every entity (Ruffinelli et al.'s names): KvsAll — one row per (entity, relation)
+# with all its known answers as targets (PyKEEN's LCWA loop); 1vsAll — one row per triple and one per its
+# inverse, the single answer against every entity (Lacroix et al.'s objective; `_one_vs_all_loop`).
+TRAIN_TYPES = ("KvsAll", "1vsAll")
 
 Progress = Callable[[float, str], None]  # (fraction of training done, what is happening)
 
@@ -37,6 +41,7 @@ class KGEConfig:
     model: str = "ComplEx"
     dim: int = 256  # complex dimensions for ComplEx (512 real numbers per vector)
     optimizer: str = "Adam"
+    train_type: str = "KvsAll"
     learning_rate: float = 1e-3
     batch_size: int = 512
     entity_dropout: float = 0.1
@@ -55,6 +60,8 @@ class KGEConfig:
             raise ValueError(f"unknown KGE model {self.model!r}; one of {', '.join(INTERACTIONS)}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
+        if self.train_type not in TRAIN_TYPES:
+            raise ValueError(f"unknown train_type {self.train_type!r}; one of {', '.join(TRAIN_TYPES)}")
         if self.regularize_weight < 0:
             raise ValueError("regularize_weight must not be negative")
         if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
@@ -153,12 +160,13 @@ def _factory(triples: np.ndarray, num_entities: int, num_relations: int):
 
 
 def link_prediction(model, triples: np.ndarray, known: np.ndarray) -> dict:
-    """Filtered rank metrics of predicting each triple's head and tail (both sides averaged)."""
+    """Filtered rank metrics of predicting each triple's head and tail (both sides averaged; the MRR of each side
+    apart as well: heads are answered by the inverse relations, tails by the relations)."""
     _pykeen()
     from pykeen.evaluation import RankBasedEvaluator
 
     if len(triples) == 0:
-        return {"mrr": 0.0, "hits_at_1": 0.0, "hits_at_10": 0.0, "triples": 0}
+        return {"mrr": 0.0, "hits_at_1": 0.0, "hits_at_10": 0.0, "head_mrr": 0.0, "tail_mrr": 0.0, "triples": 0}
     model.eval()
     evaluator = RankBasedEvaluator(filtered=True)
     with warnings.catch_warnings():
@@ -169,6 +177,8 @@ def link_prediction(model, triples: np.ndarray, known: np.ndarray) -> dict:
     return {"mrr": round(float(result.get_metric("both.realistic.inverse_harmonic_mean_rank")), 4),
             "hits_at_1": round(float(result.get_metric("both.realistic.hits_at_1")), 4),
             "hits_at_10": round(float(result.get_metric("both.realistic.hits_at_10")), 4),
+            "head_mrr": round(float(result.get_metric("head.realistic.inverse_harmonic_mean_rank")), 4),
+            "tail_mrr": round(float(result.get_metric("tail.realistic.inverse_harmonic_mean_rank")), 4),
             "triples": int(len(triples))}
 
 
@@ -209,6 +219,34 @@ def _heartbeat(report: Callable[[int], None]):
     return Heartbeat()
 
 
+def _one_vs_all_loop(model, factory, optimizer):
+    """PyKEEN's symmetric LCWA loop (one row per triple, Lacroix et al.), for a model with reciprocal relations:
+    the loop scores heads by broadcasting every entity through the interaction — about 150 times slower than
+    scoring tails, and it would leave the inverse relations untrained — so here each triple and its inverse are
+    two rows whose tails are scored, exactly as the reciprocal model predicts heads. Batching, the optimizer
+    steps and the callbacks stay PyKEEN's."""
+    from pykeen.training import SymmetricLCWATrainingLoop
+    from torch.nn import functional
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class OneVsAll(SymmetricLCWATrainingLoop):
+        def _create_training_data_loader(self, triples_factory, sampler, **kwargs):
+            assert sampler is None
+            triples, inverter = triples_factory.mapped_triples, self.model.relation_inverter
+            rows = torch.cat([inverter.map(batch=triples), inverter.map(batch=triples, invert=True).flip(1)])
+            return DataLoader(dataset=TensorDataset(rows), **kwargs)
+
+        def _process_batch(self, batch, start, stop, label_smoothing=0.0, slice_size=None):
+            rows = batch[0][start:stop].to(device=self.model.device)
+            scores = self.model.score_t(hr_batch=rows[:, :2], slice_size=slice_size, mode=self.mode)
+            labels = functional.one_hot(rows[:, 2], num_classes=self.model.num_entities).float()
+            return self.loss.process_lcwa_scores(predictions=scores, labels=labels, label_smoothing=label_smoothing,
+                                                 num_entities=self.model.num_entities) \
+                + self.model.collect_regularization_term()
+
+    return OneVsAll(model=model, triples_factory=factory, optimizer=optimizer)
+
+
 def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
            known: np.ndarray, progress: Progress) -> Trained:
     from pykeen.training import LCWATrainingLoop
@@ -218,7 +256,8 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.learning_rate)
     plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=config.lr_decay, patience=0) \
         if config.lr_decay < 1 else None
-    loop = LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")
+    loop = LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail") \
+        if config.train_type == "KvsAll" else _one_vs_all_loop(model, factory, optimizer)
     started = time.monotonic()
     best = Trained(model, 0, 0.0, {"mrr": -1.0})
     best_state = None
