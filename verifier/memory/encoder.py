@@ -75,17 +75,18 @@ def encode_one(text: str) -> np.ndarray:
     return encode([text])[0]
 
 
-_label_cache: dict[str, np.ndarray] = {}
-_LABEL_CACHE_SIZE = 50_000
+_recurring: dict[str, np.ndarray] = {}
+_RECURRING_SIZE = 50_000  # about 80 MB of vectors at most
 
 
-def encode_labels(labels: Sequence[str]) -> np.ndarray:
-    """Like encode(), for short labels that recur (relation names): each is embedded once per process."""
-    missing = [label for label in dict.fromkeys(labels) if label not in _label_cache]
+def encode_recurring(texts: Sequence[str]) -> np.ndarray:
+    """Like encode(), for texts that recur across calls in a process — relation and neighbour labels, the
+    sentences of an entity's passages (every claim about the entity reads them again): each is embedded once."""
+    missing = [text for text in dict.fromkeys(texts) if text not in _recurring]
     if missing:
-        if len(_label_cache) + len(missing) > _LABEL_CACHE_SIZE:
-            _label_cache.clear()
-        _label_cache.update(zip(missing, encode(missing), strict=True))
-    if not labels:
+        if len(_recurring) + len(missing) > _RECURRING_SIZE:
+            _recurring.clear()
+        _recurring.update(zip(missing, encode(missing), strict=True))
+    if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
-    return np.stack([_label_cache[label] for label in labels])
+    return np.stack([_recurring[text] for text in texts])

@@ -24,7 +24,7 @@ def ranked_edges(ctx: ToolContext, entity_id: str, relation_id: str | None, rela
     if not relation_label or not edges:
         return edges[:TOP_K]
     labels = sorted({e.relation.name for e in edges})
-    vectors = encoder.encode([relation_label, *labels])
+    vectors = encoder.encode_recurring([relation_label, *labels])
     similarity = dict(zip(labels, vectors[1:] @ vectors[0], strict=True))
     order = np.argsort([-similarity[e.relation.name] for e in edges], kind="stable")
     return [edges[i] for i in order[:TOP_K]]

@@ -22,7 +22,7 @@ def rank_paths(paths: list[KGPath], relation_label: str) -> list[KGPath]:
     relation first; at most MAX_PER_MIDDLE paths through the same intermediate entities."""
     if relation_label and paths:
         labels = sorted({step.edge.relation.name for p in paths for step in p.steps})
-        vectors = encoder.encode_labels([relation_label, *labels])
+        vectors = encoder.encode_recurring([relation_label, *labels])
         closeness = dict(zip(labels, vectors[1:] @ vectors[0], strict=True))
         score = {id(p): float(np.mean([closeness[s.edge.relation.name] for s in p.steps])) for p in paths}
     else:

@@ -76,7 +76,7 @@ def rank(candidates: list[Sentence], claim: str, head: Resolved, tail: Resolved,
     """Candidates scored against the claim, best first (see the module docstring)."""
     if not candidates:
         return []
-    vectors = encoder.encode([claim, *(s.text for s in candidates)])
+    vectors = encoder.encode_recurring([claim, *(s.text for s in candidates)])
     cosine = vectors[1:] @ vectors[0]
     mention_head, mention_tail = mention_pattern(head_names), mention_pattern(tail_names)
     words = set(content_words(relation_label))
