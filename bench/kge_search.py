@@ -12,7 +12,8 @@ Each argument after the KG name is a JSON object of `KGEConfig` settings over th
 (`kge.default_config`); `'{}'` is the default itself. One line per configuration: epochs, minutes, why it
 stopped, the slice's MRR and the validation split's MRR and Hits@10, and what the verdict would get from
 it: the structural calibration's cross-validated accuracy (as drawn and relation-matched) and ECE on the
-KG's calibration triples, with the text features as they are.
+KG's calibration triples, with the text features as they are — the better of Platt scaling and boosted
+trees, as `train_kge` would choose.
 
 With ``--members K`` each configuration is trained K times (seeds seed, seed + 1, …) and the validation
 MRR of the ensemble that averages the members' log-probabilities is printed after each member, with the
@@ -59,7 +60,7 @@ def calibrated(kg: KnowledgeGraph, config: kge.KGEConfig, trained: kge.Trained, 
     triples = np.array([r[:3] for r in rows], dtype=np.int64)
     labels = np.array([r[3] for r in rows], dtype=bool)
     figures = cross_validated_metrics(LoadedModel(row).features(triples), [str(r) for r in triples[:, 1]], labels)
-    return (f"calibrated (n {len(labels)}): accuracy {figures['cross_validated_accuracy']:.3f}, "
+    return (f"calibrated (n {len(labels)}, {figures['kind']}): accuracy {figures['cross_validated_accuracy']:.3f}, "
             f"matched {figures['cross_validated_matched_accuracy']:.3f}, ECE {figures['cross_validated_ece']:.3f}")
 
 

@@ -178,9 +178,11 @@ def out_of_fold_metrics(probabilities: np.ndarray, relations: list[str], labels:
 
 
 def cross_validated_metrics(features: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
-    """The out-of-fold figures a calibration on these features would get (empty with too few labels)."""
+    """The out-of-fold figures the structural calibration would get on these FEATURES — the better of
+    per-relation Platt scaling and boosted trees, as ``calibrate_structural`` chooses — and which one it is
+    (empty with too few labels)."""
     folds = fold_assignment(relations, labels)
     if folds is None:
         return {}
-    _, out_of_fold = cross_fit(features, relations, labels, feature_names=[str(i) for i in range(features.shape[1])], folds=folds)
-    return out_of_fold_metrics(out_of_fold, relations, labels)
+    calibration, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True)
+    return {"kind": _kind(calibration), **metrics}
