@@ -82,11 +82,16 @@ _RECURRING_SIZE = 50_000  # about 80 MB of vectors at most
 def encode_recurring(texts: Sequence[str]) -> np.ndarray:
     """Like encode(), for texts that recur across calls in a process — relation and neighbour labels, the
     sentences of an entity's passages (every claim about the entity reads them again): each is embedded once."""
-    missing = [text for text in dict.fromkeys(texts) if text not in _recurring]
-    if missing:
-        if len(_recurring) + len(missing) > _RECURRING_SIZE:
-            _recurring.clear()
-        _recurring.update(zip(missing, encode(missing), strict=True))
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
-    return np.stack([_recurring[text] for text in texts])
+    # Read into a local dict first: another worker thread may clear the shared store between our update and
+    # our lookup, and the answer must not depend on that.
+    found = {text: vector for text in dict.fromkeys(texts) if (vector := _recurring.get(text)) is not None}
+    missing = [text for text in dict.fromkeys(texts) if text not in found]
+    if missing:
+        fresh = dict(zip(missing, encode(missing), strict=True))
+        found.update(fresh)
+        if len(_recurring) + len(fresh) > _RECURRING_SIZE:
+            _recurring.clear()
+        _recurring.update(fresh)
+    return np.stack([found[text] for text in texts])
