@@ -112,7 +112,7 @@ def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: Structur
     """The status of ``kg`` from its latest model and its newest ready model of the current version."""
     retrain = f"manage.py train_kge {kg.name}"
     serving = f"; serving the ready model #{ready.pk} ({model_summary(ready)})" if ready and latest and ready.pk != latest.pk else ""
-    if latest is None or latest.status == StructuralModel.Status.SUPERSEDED:
+    if latest is None:
         state, text = "none", f"none trained ({retrain})"
     elif latest.is_stale:
         state, text = "stalled", f"stalled (no progress since {_when(latest)}; {retrain}){serving}"
@@ -144,7 +144,8 @@ def structural_statuses(kg_ids: list[int] | None = None) -> list[StructuralStatu
     latest: dict[int, StructuralModel] = {}
     ready: dict[int, StructuralModel] = {}
     for model in models:
-        latest.setdefault(model.kg_id, model)
+        if model.status != StructuralModel.Status.SUPERSEDED:  # a retraining replaced by a restored model
+            latest.setdefault(model.kg_id, model)
         if model.status == StructuralModel.Status.READY:
             ready.setdefault(model.kg_id, model)
     return [describe(kg, latest.get(kg.pk), ready.get(kg.pk)) for kg in kgs]

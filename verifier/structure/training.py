@@ -193,10 +193,43 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
             raise TrainingError(str(exc)) from exc
         raise TrainingError(f"training failed: {exc}\n{traceback.format_exc(limit=3)}") from exc
     with transaction.atomic():
-        StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).exclude(pk=row.pk).update(
-            status=StructuralModel.Status.SUPERSEDED, weights=None)
-        StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.READY, progress=1.0, stage="ready",
-                                                         finished_at=timezone.now(), heartbeat_at=timezone.now())
+        _make_current(kg, row)
+    row.refresh_from_db()
+    return row
+
+
+def _make_current(kg: KnowledgeGraph, row: StructuralModel) -> None:
+    """``row`` becomes the KG's ready model. The one it replaces keeps its weights, so that it can be restored;
+    models superseded before that give theirs up (megabytes each)."""
+    superseded = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.SUPERSEDED)
+    superseded.exclude(weights=None).exclude(pk=row.pk).update(weights=None)
+    StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).exclude(pk=row.pk).update(
+        status=StructuralModel.Status.SUPERSEDED, stage="superseded")
+    StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.READY, progress=1.0, stage="ready",
+                                                     finished_at=timezone.now(), heartbeat_at=timezone.now())
+
+
+def restore(kg: KnowledgeGraph, model_id: int) -> StructuralModel:
+    """Make the model the current one replaced the KG's ready model again (a retraining that turned out worse).
+    Only that model keeps its weights, and only for the KG version it was trained on."""
+    with transaction.atomic():
+        KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)
+        kg.refresh_from_db(fields=["version"])
+        row = StructuralModel.objects.defer("weights", "calibration").filter(kg=kg, pk=model_id).first()
+        if row is None:
+            raise TrainingError(f"{kg.name} has no structural model #{model_id}")
+        if row.status == StructuralModel.Status.READY:
+            raise TrainingError(f"structural model #{model_id} is already the ready model of {kg.name}")
+        restorable = StructuralModel.objects.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.SUPERSEDED,
+                                                    weights__isnull=False).values_list("pk", flat=True)
+        if row.pk not in restorable:
+            why = (f"it was trained on version {row.kg_version} of {kg.name}, which is now at version {kg.version}"
+                   if row.kg_version != kg.version else f"it is {row.get_status_display().lower()}"
+                   + ("" if row.status != StructuralModel.Status.SUPERSEDED else " and its weights were released"))
+            options = ", ".join(f"#{pk}" for pk in restorable) or "none"
+            raise TrainingError(f"structural model #{model_id} cannot be restored: {why}. Restorable: {options} "
+                                f"(only the model the ready one replaced keeps its weights)")
+        _make_current(kg, row)
     row.refresh_from_db()
     return row
 

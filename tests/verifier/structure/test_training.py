@@ -1,6 +1,7 @@
 """The structural model end to end on a small generated KG: PyKEEN training, held-out triples, calibration,
 plausibility answers and the refusal to score a triple the model learnt."""
 
+import io
 import random
 from dataclasses import replace
 
@@ -240,3 +241,30 @@ def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(to
     with_model = resolve(kg, claim)["unknown_1"]
     assert with_model.entity.external_id in towns_there and with_model.score > 1.0  # the tie and the prediction
     assert with_model.candidates[0][1] >= with_model.candidates[-1][1]
+
+
+def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced(towns):
+    from django.core.management import CommandError, call_command
+
+    from verifier.selectors import structural_statuses
+
+    kg, _ = towns
+    first = train(kg, config=TINY)
+    quick = replace(TINY, max_epochs=20, eval_every=20)  # how good the replacements are does not matter here
+    second = train(kg, config=quick)
+    assert StructuralModel.objects.filter(pk=first.pk, status="superseded", weights__isnull=False).exists()
+    out = io.StringIO()
+    call_command("train_kge", "towns", "--restore", str(first.pk), stdout=out)
+    assert f"#{first.pk} of towns v{kg.version} is ready again" in out.getvalue()
+    assert StructuralModel.objects.ready_for(kg).pk == first.pk
+    answer = StructuralEvidence(kg).plausibility("P0", "citizen_of", "C7")  # not a KG triple: any model may score it
+    assert isinstance(answer, PlausibilityReport) and answer.model.pk == first.pk
+    [status] = structural_statuses([kg.pk])
+    assert status.state == "ready" and status.model_id == status.ready_model_id == first.pk
+    # A third model supersedes the restored one; the second, replaced before, gives its weights up.
+    third = train(kg, config=quick)
+    assert StructuralModel.objects.filter(pk=second.pk, weights__isnull=True).exists()
+    with pytest.raises(CommandError, match=rf"its weights were released. Restorable: #{first.pk} "):
+        call_command("train_kge", "towns", "--restore", str(second.pk))
+    with pytest.raises(CommandError, match="already the ready model"):
+        call_command("train_kge", "towns", "--restore", str(third.pk))

@@ -1,6 +1,7 @@
 """``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model, with a
 progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does; ``--recalibrate``: refit the
-ready model's calibration only, in seconds)."""
+ready model's calibration only, in seconds; ``--restore N``: make model N, which the ready one replaced, ready
+again)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from tqdm import tqdm
 
 from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows
 from verifier.management.lookup import kg_named
-from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple
+from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
+from verifier.selectors import model_summary
 from verifier.structure import kge
 from verifier.structure.fitting import calibrate_structural
-from verifier.structure.training import TrainingError, request_training, train
+from verifier.structure.training import TrainingError, learnt_triples, request_training, restore, train
 
 
 def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
@@ -49,6 +51,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument("--recalibrate", action="store_true",
                             help="refit the calibration of the KG's ready model without retraining it")
+        parser.add_argument("--restore", type=int, metavar="MODEL_ID",
+                            help="make the model the ready one replaced current again (a retraining that did worse)")
 
     def handle(self, *args, **options):
         kg = kg_named(options["kg"], loaded=True)
@@ -56,6 +60,9 @@ class Command(BaseCommand):
             raise CommandError(f"{kg.name} is a SPARQL endpoint: structural models are trained on local KGs only")
         if options["recalibrate"]:
             self._recalibrate(kg)
+            return
+        if options["restore"] is not None:
+            self._restore(kg, options["restore"])
             return
         try:
             overrides = json.loads(options["config"])
@@ -100,6 +107,19 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} recalibrated: {_calibration_line(metrics)}"))
+
+    def _restore(self, kg: KnowledgeGraph, model_id: int) -> None:
+        try:
+            row = restore(kg, model_id)
+        except TrainingError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} v{row.kg_version} is ready again: "
+                                             f"{model_summary(row)}; the model it replaces can be restored the same way"))
+        learnt = learnt_triples(kg, list(VerificationTask.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id")))
+        if learnt:
+            self.stdout.write(self.style.WARNING(
+                f"{len(learnt)} queued triple(s) were in this model's training data: it refuses to score them and asks "
+                f"for a model trained without them (docs/structure.md)"))
 
     @staticmethod
     def _defaults(kg: KnowledgeGraph) -> dict:
