@@ -249,8 +249,8 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     from verifier.selectors import structural_statuses
 
     kg, _ = towns
-    first = train(kg, config=TINY)
-    quick = replace(TINY, max_epochs=20, eval_every=20)  # how good the replacements are does not matter here
+    quick = replace(TINY, max_epochs=20, eval_every=20)  # how good the models are does not matter here
+    first = train(kg, config=quick)
     second = train(kg, config=quick)
     assert StructuralModel.objects.filter(pk=first.pk, status="superseded", weights__isnull=False).exists()
     out = io.StringIO()
