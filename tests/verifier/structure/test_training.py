@@ -1,9 +1,11 @@
 """The structural model end to end on a small generated KG: PyKEEN training, held-out triples, calibration,
 plausibility answers and the refusal to score a triple the model learnt."""
 
+import gc
 import io
+import json
 import random
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -251,8 +253,12 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     kg, _ = towns
     quick = replace(TINY, max_epochs=20, eval_every=20)  # how good the models are does not matter here
     first = train(kg, config=quick)
-    second = train(kg, config=quick)
+    out = io.StringIO()
+    call_command("train_kge", "towns", "--config", json.dumps(asdict(quick)), "--no-progress", stdout=out)
+    second = StructuralModel.objects.ready_for(kg)
+    assert f"It replaces model #{first.pk}; to undo: manage.py train_kge towns --restore {first.pk}" in out.getvalue()
     assert StructuralModel.objects.filter(pk=first.pk, status="superseded", weights__isnull=False).exists()
+    assert gc.get_freeze_count() == 0  # what training froze (docs in kge.train) is collectable again
     out = io.StringIO()
     call_command("train_kge", "towns", "--restore", str(first.pk), stdout=out)
     assert f"#{first.pk} of towns v{kg.version} is ready again" in out.getvalue()

@@ -96,6 +96,10 @@ class Command(BaseCommand):
             f"({metrics['stopped_because']}); held-out MRR {metrics['validation']['mrr']:.3f}"
             + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f})" if dataset else "")
             + "; " + _calibration_line(calibration)))
+        previous = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.SUPERSEDED,
+                                                  weights__isnull=False).values_list("pk", flat=True).first()
+        if previous is not None:
+            self.stdout.write(f"It replaces model #{previous}; to undo: manage.py train_kge {kg.name} --restore {previous}")
 
     def _recalibrate(self, kg: KnowledgeGraph) -> None:
 
