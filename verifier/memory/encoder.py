@@ -86,8 +86,9 @@ def encode_recurring(texts: Sequence[str]) -> np.ndarray:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     # Read into a local dict first: another worker thread may clear the shared store between our update and
     # our lookup, and the answer must not depend on that.
-    found = {text: vector for text in dict.fromkeys(texts) if (vector := _recurring.get(text)) is not None}
-    missing = [text for text in dict.fromkeys(texts) if text not in found]
+    unique = dict.fromkeys(texts)
+    found = {text: vector for text in unique if (vector := _recurring.get(text)) is not None}
+    missing = [text for text in unique if text not in found]
     if missing:
         fresh = dict(zip(missing, encode(missing), strict=True))
         found.update(fresh)

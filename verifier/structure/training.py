@@ -199,36 +199,39 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
 
 
 def _make_current(kg: KnowledgeGraph, row: StructuralModel) -> None:
-    """``row`` becomes the KG's ready model. The one it replaces keeps its weights, so that it can be restored;
-    models superseded before that give theirs up (megabytes each)."""
-    superseded = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.SUPERSEDED)
-    superseded.exclude(weights=None).exclude(pk=row.pk).update(weights=None)
-    StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).exclude(pk=row.pk).update(
-        status=StructuralModel.Status.SUPERSEDED, stage="superseded")
+    """``row`` becomes the KG's ready model. The one it replaces keeps its weights, so that it can be restored,
+    when it was trained on the same KG version; every other superseded model gives them up (megabytes each)."""
+    StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.SUPERSEDED).exclude(pk=row.pk).exclude(
+        weights=None).update(weights=None)
+    replaced = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).exclude(pk=row.pk)
+    replaced.exclude(kg_version=row.kg_version).update(status=StructuralModel.Status.SUPERSEDED, stage="superseded", weights=None)
+    replaced.update(status=StructuralModel.Status.SUPERSEDED, stage="superseded")
     StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.READY, progress=1.0, stage="ready",
                                                      finished_at=timezone.now(), heartbeat_at=timezone.now())
 
 
+def restorable(kg: KnowledgeGraph) -> int | None:
+    """The model ``manage.py train_kge --restore`` can make current again: the one the ready model replaced."""
+    return StructuralModel.objects.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.SUPERSEDED,
+                                          weights__isnull=False).values_list("pk", flat=True).first()
+
+
 def restore(kg: KnowledgeGraph, model_id: int) -> StructuralModel:
-    """Make the model the current one replaced the KG's ready model again (a retraining that turned out worse).
-    Only that model keeps its weights, and only for the KG version it was trained on."""
+    """Make the model the ready one replaced current again (a retraining that turned out worse)."""
     with transaction.atomic():
-        KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)
-        kg.refresh_from_db(fields=["version"])
+        kg = KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)
         row = StructuralModel.objects.defer("weights", "calibration").filter(kg=kg, pk=model_id).first()
         if row is None:
             raise TrainingError(f"{kg.name} has no structural model #{model_id}")
         if row.status == StructuralModel.Status.READY:
             raise TrainingError(f"structural model #{model_id} is already the ready model of {kg.name}")
-        restorable = StructuralModel.objects.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.SUPERSEDED,
-                                                    weights__isnull=False).values_list("pk", flat=True)
-        if row.pk not in restorable:
-            why = (f"it was trained on version {row.kg_version} of {kg.name}, which is now at version {kg.version}"
-                   if row.kg_version != kg.version else f"it is {row.get_status_display().lower()}"
-                   + ("" if row.status != StructuralModel.Status.SUPERSEDED else " and its weights were released"))
-            options = ", ".join(f"#{pk}" for pk in restorable) or "none"
-            raise TrainingError(f"structural model #{model_id} cannot be restored: {why}. Restorable: {options} "
-                                f"(only the model the ready one replaced keeps its weights)")
+        candidate = restorable(kg)
+        if row.pk != candidate:
+            why = (f"it is {row.get_status_display().lower()}" if row.status != StructuralModel.Status.SUPERSEDED
+                   else "its weights were released")
+            raise TrainingError(f"structural model #{model_id} cannot be restored: {why}. Restorable: "
+                                f"{f'#{candidate}' if candidate else 'none'} (only the model the ready one replaced "
+                                f"keeps its weights, and only while the KG stays at the version it was trained on)")
         _make_current(kg, row)
     row.refresh_from_db()
     return row

@@ -8,11 +8,12 @@ import random
 from dataclasses import asdict, replace
 
 import pytest
+from django.db.models import F
 
 from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
-from verifier.models import FitTriple, HeldOutTriple, StructuralModel, VerificationTask
+from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, StructuralModel, VerificationTask
 from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import training_data
@@ -273,4 +274,11 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     with pytest.raises(CommandError, match=rf"its weights were released. Restorable: #{first.pk} "):
         call_command("train_kge", "towns", "--restore", str(second.pk))
     with pytest.raises(CommandError, match="already the ready model"):
+        call_command("train_kge", "towns", "--restore", str(third.pk))
+    # A model of an older version of the KG can never come back: it gives its weights up when replaced.
+    KnowledgeGraph.objects.filter(pk=kg.pk).update(version=F("version") + 1)
+    kg.refresh_from_db()
+    train(kg, config=quick)
+    assert not StructuralModel.objects.filter(kg=kg, weights__isnull=False).exclude(kg_version=kg.version).exists()
+    with pytest.raises(CommandError, match=rf"#{third.pk} cannot be restored: its weights were released. Restorable: none"):
         call_command("train_kge", "towns", "--restore", str(third.pk))

@@ -18,7 +18,7 @@ from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, Ver
 from verifier.selectors import model_summary
 from verifier.structure import kge
 from verifier.structure.fitting import calibrate_structural
-from verifier.structure.training import TrainingError, learnt_triples, request_training, restore, train
+from verifier.structure.training import TrainingError, learnt_triples, request_training, restorable, restore, train
 
 
 def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
@@ -96,8 +96,7 @@ class Command(BaseCommand):
             f"({metrics['stopped_because']}); held-out MRR {metrics['validation']['mrr']:.3f}"
             + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f})" if dataset else "")
             + "; " + _calibration_line(calibration)))
-        previous = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.SUPERSEDED,
-                                                  weights__isnull=False).values_list("pk", flat=True).first()
+        previous = restorable(kg)
         if previous is not None:
             self.stdout.write(f"It replaces model #{previous}; to undo: manage.py train_kge {kg.name} --restore {previous}")
 
