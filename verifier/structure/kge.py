@@ -34,6 +34,10 @@ OPTIMIZERS = {"Adam": torch.optim.Adam, "Adagrad": torch.optim.Adagrad}
 # with all its known answers as targets (PyKEEN's LCWA loop); 1vsAll — one row per triple and one per its
 # inverse, the single answer against every entity (Lacroix et al.'s objective; `_one_vs_all_loop`).
 TRAIN_TYPES = ("KvsAll", "1vsAll")
+# The number format of training's products. bfloat16 (autocast: the weights, the optimizer and the loss stay
+# float32) makes scoring a batch against every entity 1.5–2 times faster on CPUs with bfloat16 instructions
+# (AVX512-BF16, AMX); validation and every score the tools give are float32 whatever was chosen.
+PRECISIONS = ("float32", "bfloat16")
 
 Progress = Callable[[float, str], None]  # (fraction of training done, what is happening)
 
@@ -56,6 +60,7 @@ class KGEConfig:
     lr_decay: float = 1.0  # the learning rate is multiplied by this after an evaluation without a better MRR
     max_minutes: float = 15.0
     seed: int = 0
+    precision: str = "float32"
 
     def __post_init__(self) -> None:
         if self.model not in INTERACTIONS:
@@ -64,6 +69,8 @@ class KGEConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
         if self.train_type not in TRAIN_TYPES:
             raise ValueError(f"unknown train_type {self.train_type!r}; one of {', '.join(TRAIN_TYPES)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; one of {', '.join(PRECISIONS)}")
         if self.regularize_weight < 0:
             raise ValueError("regularize_weight must not be negative")
         if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
@@ -83,13 +90,22 @@ class KGEConfig:
         return asdict(self)
 
 
+def bfloat16_native() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere bfloat16 is emulated and
+    slower than float32."""
+    cpu = torch.cpu
+    return any(getattr(cpu, probe, lambda: False)() for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+
+
 def default_config(num_triples: int, num_entities: int) -> KGEConfig:
     """The default trade-off between validation MRR and training minutes on two cores (docs/structure.md)."""
+    precision = "bfloat16" if bfloat16_native() else "float32"  # the same MRR, in 15–50% less time
     if num_triples * num_entities > 500_000_000:  # FB15k-237-sized: fewer, costlier epochs
-        return KGEConfig(dim=128, train_type="1vsAll", learning_rate=3e-3, batch_size=1024, max_epochs=60, eval_every=2,
-                         patience=3, lr_decay=0.5, max_minutes=45.0)
+        return KGEConfig(dim=256, train_type="1vsAll", learning_rate=3e-3, batch_size=1024, max_epochs=60, eval_every=2,
+                         patience=3, lr_decay=0.5, max_minutes=45.0, precision=precision)
     # KvsAll: on CoDEx-S, 1vsAll reaches the same MRR but its network gives the verdict less (docs/structure.md)
-    return KGEConfig(learning_rate=3e-3, batch_size=1024, entity_dropout=0.2, relation_dropout=0.1, max_epochs=300)
+    return KGEConfig(learning_rate=3e-3, batch_size=1024, entity_dropout=0.2, relation_dropout=0.1, max_epochs=300,
+                     precision=precision)
 
 
 def _pykeen():
@@ -275,7 +291,8 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
     progress(0.0, f"epoch 0/{config.max_epochs}, first validation after {min(config.eval_every, config.max_epochs)} epochs")
     while epochs < config.max_epochs:
         chunk = min(config.eval_every, config.max_epochs - epochs)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                                        enabled=config.precision == "bfloat16"):
             warnings.simplefilter("ignore")
             loop.train(triples_factory=factory, num_epochs=epochs + chunk, batch_size=config.batch_size,
                        label_smoothing=config.label_smoothing, continue_training=epochs > 0, use_tqdm=False,

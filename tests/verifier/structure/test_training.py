@@ -8,6 +8,7 @@ import random
 from dataclasses import asdict, replace
 
 import pytest
+import torch
 from django.db.models import F
 
 from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
@@ -91,6 +92,21 @@ def test_one_vs_all_training_trains_the_inverse_relations_that_predict_heads(tow
     # random ranking among 160 entities gives about 0.03 on each side
     assert trained.validation["head_mrr"] > 0.2 and trained.validation["tail_mrr"] > 0.2
     assert trained.history and trained.epochs <= 80
+
+
+def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(towns):
+    """Training's products in bfloat16 (autocast) may speed it up; the network it leaves — what the tools score
+    with and what is stored — stays float32, and it learns the generated KG's patterns as float32 training does."""
+    kg, _ = towns
+    data = training_data(kg)
+    trained = kge.train(replace(TINY, train_type="1vsAll", max_epochs=80, precision="bfloat16"), data.train,
+                        num_entities=data.num_entities, num_relations=data.num_relations, validation=data.calibration,
+                        known=data.known)
+    assert trained.validation["head_mrr"] > 0.2 and trained.validation["tail_mrr"] > 0.2
+    assert {value.dtype for value in trained.model.state_dict().values()} == {torch.float32}
+    assert not torch.is_autocast_enabled("cpu")
+    with pytest.raises(ValueError, match="unknown precision 'float16'; one of float32, bfloat16"):
+        KGEConfig(precision="float16")
 
 
 def test_a_triple_the_calibration_was_fitted_on_is_scored_by_the_fit_that_left_it_out(towns):
