@@ -94,15 +94,32 @@ def test_one_vs_all_training_trains_the_inverse_relations_that_predict_heads(tow
     assert trained.history and trained.epochs <= 80
 
 
-def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(towns):
-    """Training's products in bfloat16 (autocast) may speed it up; the network it leaves — what the tools score
-    with and what is stored — stays float32, and it learns the generated KG's patterns as float32 training does."""
+def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(towns, monkeypatch):
+    """Training's products in bfloat16 (autocast) may speed it up; validation scores in float32, the network it
+    leaves — what the tools score with and what is stored — stays float32, and it learns the generated KG's
+    patterns as float32 training does."""
     kg, _ = towns
     data = training_data(kg)
+    scored, build = [], kge.build_model
+
+    def recording(*args, **kwargs):  # the network kge.train builds, noting the number format of its scores
+        network = build(*args, **kwargs)
+        score_t = network.score_t
+
+        def noted(*a, **k):
+            scores = score_t(*a, **k)
+            scored.append(scores.dtype)
+            return scores
+
+        network.score_t = noted
+        return network
+
+    monkeypatch.setattr(kge, "build_model", recording)
     trained = kge.train(replace(TINY, train_type="1vsAll", max_epochs=80, precision="bfloat16"), data.train,
                         num_entities=data.num_entities, num_relations=data.num_relations, validation=data.calibration,
                         known=data.known)
     assert trained.validation["head_mrr"] > 0.2 and trained.validation["tail_mrr"] > 0.2
+    assert set(scored) == {torch.bfloat16, torch.float32}  # training's batches, then validation's rankings
     assert {value.dtype for value in trained.model.state_dict().values()} == {torch.float32}
     assert not torch.is_autocast_enabled("cpu")
     with pytest.raises(ValueError, match="unknown precision 'float16'; one of float32, bfloat16"):
