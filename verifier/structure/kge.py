@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 import torch
 
+from verifier.structure import heap
+
 logger = logging.getLogger(__name__)
 
 # PyKEEN's interaction name for each model we offer; ComplEx's vectors are stored as real pairs.
@@ -38,6 +40,10 @@ TRAIN_TYPES = ("KvsAll", "1vsAll")
 # float32) makes scoring a batch against every entity 1.5–2 times faster on CPUs with bfloat16 instructions
 # (AVX512-BF16, AMX); validation and every score the tools give are float32 whatever was chosen.
 PRECISIONS = ("float32", "bfloat16")
+# How the learning rate moves: "plateau" — multiplied by lr_decay after each validation without a better MRR;
+# "linear" — falls with every batch from learning_rate towards zero at the end of training (the epoch limit or
+# the time budget, whichever comes first), so a budgeted training ends with small, settling steps.
+LR_SCHEDULES = ("plateau", "linear")
 
 Progress = Callable[[float, str], None]  # (fraction of training done, what is happening)
 
@@ -57,7 +63,8 @@ class KGEConfig:
     max_epochs: int = 300
     eval_every: int = 20
     patience: int = 2  # evaluations without a better MRR before stopping
-    lr_decay: float = 1.0  # the learning rate is multiplied by this after an evaluation without a better MRR
+    lr_schedule: str = "plateau"
+    lr_decay: float = 1.0  # "plateau": the learning rate is multiplied by this after an evaluation without a better MRR
     max_minutes: float = 15.0
     seed: int = 0
     precision: str = "float32"
@@ -69,6 +76,8 @@ class KGEConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
         if self.train_type not in TRAIN_TYPES:
             raise ValueError(f"unknown train_type {self.train_type!r}; one of {', '.join(TRAIN_TYPES)}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; one of {', '.join(LR_SCHEDULES)}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; one of {', '.join(PRECISIONS)}")
         if self.regularize_weight < 0:
@@ -172,7 +181,7 @@ class OneQuestion:
         return query @ self._by_column
 
 
-def _factory(triples: np.ndarray, num_entities: int, num_relations: int):
+def triples_factory(triples: np.ndarray, num_entities: int, num_relations: int):
     from pykeen.triples import CoreTriplesFactory
 
     return CoreTriplesFactory.create(torch.as_tensor(triples, dtype=torch.long), num_entities=num_entities,
@@ -225,8 +234,9 @@ def train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rela
     # frozen, they are left out, and the collections see only what training allocates.
     gc.freeze()
     try:
-        return _train(config, triples, num_entities=num_entities, num_relations=num_relations, validation=validation,
-                      known=known, progress=progress)
+        with heap.reused_heap():  # large score tensors reused, not mapped afresh at every step (heap.py)
+            return _train(config, triples, num_entities=num_entities, num_relations=num_relations,
+                          validation=validation, known=known, progress=progress)
     finally:
         gc.unfreeze()
         torch.set_num_threads(threads)
@@ -242,6 +252,29 @@ def _heartbeat(report: Callable[[int], None]):
             report(epoch)
 
     return Heartbeat()
+
+
+def _linear_decay(config: KGEConfig, started: float):
+    """A PyKEEN training callback setting the learning rate before every optimizer step: learning_rate times
+    the part of training still ahead, by batches against the epoch limit or by minutes against the budget,
+    whichever is further along (the batches of an epoch are known once the first one has run)."""
+    from pykeen.training import TrainingCallback
+
+    class LinearDecay(TrainingCallback):
+        batches, per_epoch = 0, None
+
+        def pre_step(self, **kwargs) -> None:
+            done = (time.monotonic() - started) / (config.max_minutes * 60)
+            if self.per_epoch:
+                done = max(done, self.batches / (self.per_epoch * config.max_epochs))
+            for group in self.optimizer.param_groups:
+                group["lr"] = config.learning_rate * max(0.0, 1.0 - done)
+            self.batches += 1
+
+        def post_epoch(self, epoch: int, epoch_loss: float, **kwargs) -> None:
+            self.per_epoch = self.per_epoch or self.batches
+
+    return LinearDecay()
 
 
 def _one_vs_all_loop(model, factory, optimizer):
@@ -272,18 +305,25 @@ def _one_vs_all_loop(model, factory, optimizer):
     return OneVsAll(model=model, triples_factory=factory, optimizer=optimizer)
 
 
-def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
-           known: np.ndarray, progress: Progress) -> Trained:
+def training_loop(config: KGEConfig, model, factory, optimizer):
+    """The PyKEEN loop that trains ``model`` by ``config.train_type``."""
     from pykeen.training import LCWATrainingLoop
 
+    if config.train_type == "KvsAll":
+        return LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")
+    return _one_vs_all_loop(model, factory, optimizer)
+
+
+def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
+           known: np.ndarray, progress: Progress) -> Trained:
     model = build_model(config, num_entities, num_relations)
-    factory = _factory(triples, num_entities, num_relations)
+    factory = triples_factory(triples, num_entities, num_relations)
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.learning_rate)
     plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=config.lr_decay, patience=0) \
-        if config.lr_decay < 1 else None
-    loop = LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail") \
-        if config.train_type == "KvsAll" else _one_vs_all_loop(model, factory, optimizer)
+        if config.lr_schedule == "plateau" and config.lr_decay < 1 else None
+    loop = training_loop(config, model, factory, optimizer)
     started = time.monotonic()
+    schedule = [_linear_decay(config, started)] if config.lr_schedule == "linear" else []
     best = Trained(model, 0, 0.0, {"mrr": -1.0})
     best_state = None
     epochs, stale, history = 0, 0, []
@@ -296,9 +336,9 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
             warnings.simplefilter("ignore")
             loop.train(triples_factory=factory, num_epochs=epochs + chunk, batch_size=config.batch_size,
                        label_smoothing=config.label_smoothing, continue_training=epochs > 0, use_tqdm=False,
-                       callbacks=_heartbeat(lambda epoch, until=epochs + chunk: progress(
+                       callbacks=[*schedule, _heartbeat(lambda epoch, until=epochs + chunk: progress(
                            min(1.0, max((epoch - 1) / config.max_epochs, (time.monotonic() - started) / budget)),
-                           f"epoch {epoch}/{config.max_epochs}, next validation after epoch {until}")))
+                           f"epoch {epoch}/{config.max_epochs}, next validation after epoch {until}"))])
         epochs += chunk
         scores = link_prediction(model, validation, known)
         elapsed = time.monotonic() - started

@@ -126,6 +126,30 @@ def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(town
         KGEConfig(precision="float16")
 
 
+def test_the_linear_schedule_lowers_the_learning_rate_at_every_step_to_near_zero_at_the_end(towns, monkeypatch):
+    kg, _ = towns
+    data = training_data(kg)
+    rates = []
+
+    class Recording(torch.optim.Adam):
+        def step(self, *args, **kwargs):
+            rates.append(self.param_groups[0]["lr"])
+            return super().step(*args, **kwargs)
+
+    monkeypatch.setitem(kge.OPTIMIZERS, "Adam", Recording)
+    config = replace(TINY, max_epochs=60, eval_every=20, patience=5, lr_schedule="linear")
+    trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
+                        validation=data.calibration, known=data.known)
+    assert trained.epochs == 60 and trained.validation["mrr"] > 0.2
+    assert rates[0] == pytest.approx(config.learning_rate, rel=0.01) and all(a >= b for a, b in zip(rates, rates[1:], strict=False))
+    # the rate is set from the epoch limit once the first epoch has counted its batches: the last step is one
+    # batch from the end
+    assert 0 < rates[-1] < config.learning_rate / 20
+    assert [h["lr"] for h in trained.history] == sorted((h["lr"] for h in trained.history), reverse=True)
+    with pytest.raises(ValueError, match="unknown lr_schedule 'cosine'; one of plateau, linear"):
+        KGEConfig(lr_schedule="cosine")
+
+
 def test_a_triple_the_calibration_was_fitted_on_is_scored_by_the_fit_that_left_it_out(towns):
     kg, _ = towns
     model = train(kg, config=TINY)

@@ -1,0 +1,48 @@
+"""Keep the freed memory of large tensors for reuse while a network trains.
+
+Scoring a batch against every entity makes tensors of tens of megabytes (FB15k-237: 1,024 rows × 14,541
+entities × 4 bytes = 60 MB), several per training step. glibc's malloc serves any block above its mmap
+ceiling (32 MB on 64-bit) with a fresh mapping and returns it to the kernel on free, so every step maps
+new pages that the kernel must zero on first touch: about a third of an FB15k-237 training step went to
+that (`bench/kge_batch.py`). With mappings turned off and the top of the heap kept, the same blocks are
+reused from the heap and the step spends that time computing.
+
+Only for the duration of a training (`reused_heap`): afterwards glibc's defaults are restored and the
+free memory is handed back to the kernel, so a worker that trained does not keep the peak for good.
+Elsewhere than glibc (musl, macOS) this does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import platform
+from contextlib import contextmanager
+
+# mallopt parameters (malloc.h) and glibc's defaults for them
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+DEFAULT_TRIM_THRESHOLD, DEFAULT_MMAP_MAX = 128 * 1024, 65536
+KEPT_TOP = 1 << 40  # never give the heap's top back to the kernel while training
+
+
+def _glibc():
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    return ctypes.CDLL(ctypes.util.find_library("c"))
+
+
+@contextmanager
+def reused_heap():
+    """Within this block, large blocks come from the heap and stay there when freed."""
+    libc = _glibc()
+    if libc is None:
+        yield
+        return
+    libc.mallopt(M_MMAP_MAX, 0)
+    libc.mallopt(M_TRIM_THRESHOLD, KEPT_TOP)
+    try:
+        yield
+    finally:
+        libc.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)
+        libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
+        libc.malloc_trim(0)
