@@ -22,7 +22,7 @@ from contextlib import contextmanager
 # mallopt parameters (malloc.h) and glibc's defaults for them
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
 DEFAULT_TRIM_THRESHOLD, DEFAULT_MMAP_MAX = 128 * 1024, 65536
-KEPT_TOP = 1 << 40  # never give the heap's top back to the kernel while training
+KEPT_TOP = 2**31 - 1  # the largest a C int holds: the heap's top is not given back to the kernel while training
 
 
 def _glibc():

@@ -1,8 +1,8 @@
-"""While a network trains, large blocks are served from the heap and kept for the next step; afterwards glibc
-maps them afresh again, as it does by default."""
+"""While a network trains, large blocks are served from the heap and kept for the next step, so the kernel does
+not zero their pages again at every step; afterwards glibc maps them afresh again, as it does by default."""
 
-import ctypes
 import platform
+import resource
 
 import pytest
 import torch
@@ -11,26 +11,22 @@ from verifier.structure import heap
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+SIZE = 64 << 20  # above glibc's 32 MB mmap ceiling: a mapping of its own by default
+PAGES = SIZE // resource.getpagesize()
 
 
-def _mapped_bytes() -> int:
-    """Bytes glibc currently serves from mappings of their own (mallinfo2's hblkhd)."""
-    libc = heap._glibc()
-    libc.mallinfo2.restype = MallInfo2
-    return libc.mallinfo2().hblkhd
-
-
-def test_large_blocks_come_from_the_heap_while_training_and_from_mappings_afterwards():
-    size = 64 << 20  # above glibc's 32 MB mmap ceiling: always a mapping of its own by default
-    before = _mapped_bytes()
-    with heap.reused_heap():
-        block = torch.empty(size, dtype=torch.uint8)
-        assert _mapped_bytes() == before
-        del block
-    block = torch.empty(size, dtype=torch.uint8)
-    assert _mapped_bytes() >= before + size
+def _faults_of_a_step() -> int:
+    """Page faults taken by allocating and writing a block of SIZE, as a training step does with its scores."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    block = torch.ones(SIZE, dtype=torch.uint8)
     del block
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_a_large_block_freed_while_training_is_reused_without_new_pages():
+    with heap.reused_heap():
+        # the heap grows to hold the block (aligned allocations may take it several tries), then stops growing
+        steps = [_faults_of_a_step() for _ in range(20)]
+        assert steps[-4:] == [pytest.approx(0, abs=PAGES // 20)] * 4, steps
+    _faults_of_a_step()
+    assert _faults_of_a_step() > PAGES // 2  # glibc's defaults again: a fresh mapping, every page faulted
