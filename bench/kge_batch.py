@@ -61,7 +61,7 @@ def main() -> None:
 
     def epoch(number: int) -> tuple[float, float, float, int]:
         started, cpu, Steps.count = time.perf_counter(), os.times(), 0
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bfloat16"):
+        with kge.precision(config):
             loop.train(triples_factory=factory, num_epochs=number, batch_size=config.batch_size,
                        continue_training=number > 1, use_tqdm=False, callbacks=Steps())
         ended = os.times()
