@@ -339,3 +339,30 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     assert not StructuralModel.objects.filter(kg=kg, weights__isnull=False).exclude(kg_version=kg.version).exists()
     with pytest.raises(CommandError, match=rf"#{third.pk} cannot be restored: its weights were released. Restorable: none"):
         call_command("train_kge", "towns", "--restore", str(third.pk))
+
+
+def test_n3_penalises_the_cubed_moduli_of_what_each_batch_uses_and_shrinks_the_network_as_both_loops_learn(towns):
+    kg, _ = towns
+    data = training_data(kg)
+    network = kge.build_model(TINY, data.num_entities, data.num_relations)
+    entities = network.entity_representations[0](indices=None).detach()
+    relations = network.relation_representations[0](indices=None).detach()
+
+    def cubed(vector):  # ComplEx: the (real, imaginary) pairs' moduli, cubed and summed
+        return float(sum((vector[i] ** 2 + vector[i + 1] ** 2) ** 1.5 for i in range(0, len(vector), 2)))
+
+    rows = torch.tensor([[0, 1, 2], [0, 1, 3]])
+    one_vs_all = 0.5 * (2 * cubed(entities[0]) + 2 * cubed(relations[1]) + cubed(entities[2]) + cubed(entities[3])) / 2
+    assert float(kge._n3(network, rows, 0.5).detach()) == pytest.approx(one_vs_all, rel=1e-5)
+    assert float(kge._n3(network, rows[:, :2], 0.5).detach()) == pytest.approx(0.5 * (cubed(entities[0]) + cubed(relations[1])), rel=1e-5)
+    assert float(kge._n3(network, rows, 0.0)) == 0.0
+
+    for train_type in kge.TRAIN_TYPES:
+        config = replace(TINY, train_type=train_type, max_epochs=60, eval_every=60)
+        sizes = {}
+        for weight in (0.0, 0.2):
+            trained = kge.train(replace(config, regularize_weight=weight), data.train, num_entities=data.num_entities,
+                                num_relations=data.num_relations, validation=data.calibration, known=data.known)
+            assert trained.validation["mrr"] > 0.2, (train_type, weight)
+            sizes[weight] = float(trained.model.entity_representations[0](indices=None).norm())
+        assert sizes[0.2] < 0.8 * sizes[0.0], (train_type, sizes)
