@@ -285,8 +285,6 @@ def _n3(model, rows: torch.Tensor, weight: float) -> torch.Tensor:
     row's anchor and relation, and its answer when the row has one — summed and divided by the rows. An entity
     is penalised as often as training uses it, unlike a penalty on the whole table; the weights are taken
     before dropout. A complex coordinate's modulus is that of its (real, imaginary) pair."""
-    if not weight:
-        return torch.zeros(())
     entities, relations = model.entity_representations[0], model.relation_representations[0]
     factors = [entities._plain_forward(indices=rows[:, 0]), relations._plain_forward(indices=rows[:, 1])]
     if rows.shape[1] > 2:
@@ -317,9 +315,9 @@ def _one_vs_all_loop(model, factory, optimizer, regularize_weight: float):
             rows = batch[0][start:stop].to(device=self.model.device)
             scores = self.model.score_t(hr_batch=rows[:, :2], slice_size=slice_size, mode=self.mode)
             labels = functional.one_hot(rows[:, 2], num_classes=self.model.num_entities).float()
-            return self.loss.process_lcwa_scores(predictions=scores, labels=labels, label_smoothing=label_smoothing,
-                                                 num_entities=self.model.num_entities) \
-                + _n3(self.model, rows, regularize_weight)
+            loss = self.loss.process_lcwa_scores(predictions=scores, labels=labels, label_smoothing=label_smoothing,
+                                                 num_entities=self.model.num_entities)
+            return loss + _n3(self.model, rows, regularize_weight) if regularize_weight else loss
 
     return OneVsAll(model=model, triples_factory=factory, optimizer=optimizer)
 
@@ -330,6 +328,8 @@ def training_loop(config: KGEConfig, model, factory, optimizer):
 
     if config.train_type == "1vsAll":
         return _one_vs_all_loop(model, factory, optimizer, config.regularize_weight)
+    if not config.regularize_weight:
+        return LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")
 
     class KvsAll(LCWATrainingLoop):
         def _process_batch(self, batch, start, stop, label_smoothing=0.0, slice_size=None):
