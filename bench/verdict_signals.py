@@ -13,19 +13,23 @@ relation-matched benchmark measures) and ECE:
   KG_Plausibility keeps where it predicts better out of fold (verifier/structure/calibration.py).
 
 With ``--probe-pairs N``, N relation-matched (true, false) pairs of those triples are also asked of the
-configured language model (the embedded one unless LLM_BASE_URL is set): the head's passage, the tail's
-description and the triple, answered in one word, its log-odds of Correct against Incorrect read from the
-first token (``weighing.probe_logit``). Reported: the probe's ROC AUC, its correlation with the
+configured language model (the embedded one unless LLM_BASE_URL is set), one call each, the head's passage
+in the prompt. ``--probe verdict`` (the agent's article reading): the tail's description and the triple,
+answered in one word, its log-odds of Correct against Incorrect read from the first token
+(``weighing.probe_logit``). ``--probe choice``: which of five values is the head's <relation> — the
+claimed tail and the four the embedding prefers, shuffled — answered with a letter, the claimed option's
+log-probability (renormalised over the letters) kept; a choice has no yes-bias. Reported: the probe's ROC AUC, its correlation with the
 plausibility's logit, and the cross-validated accuracy of the plausibility with and without it on those
 pairs. Each answer is cached in ``--cache`` so an interrupted run resumes.
 
-    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100
+    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100 [--probe choice]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import sys
@@ -54,6 +58,29 @@ from verifier.structure.rule_evidence import RULE_FEATURES  # noqa: E402
 from verifier.structure.scoring import FEATURES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
 
+CHOICE_SYSTEM = "You are a careful fact checker. Answer with one letter."
+CHOICE_LETTERS = "ABCDE"
+
+
+def choice_prompt(head_label: str, relation_label: str, opening: str, options: list[str]) -> str:
+    lines = "\n".join(f"{letter}) {option}" for letter, option in zip(CHOICE_LETTERS, options, strict=False))
+    return (f"About {head_label}:\n{opening}\n\nQuestion: which of these is {head_label}'s {relation_label}?\n{lines}\n"
+            "Answer with the letter of the best option.")
+
+
+def choice_log_probs(first_token_logprobs: dict[str, float], letters: str) -> list[float] | None:
+    """log P(option) for each letter, renormalised over the letters from the first-token alternatives (a letter
+    absent from them gets half the least seen probability); None when no letter appears."""
+    found: dict[str, float] = {}
+    for token, logprob in first_token_logprobs.items():
+        letter = token.strip().strip(").").upper()
+        if len(letter) == 1 and letter in letters:
+            found[letter] = found.get(letter, 0.0) + math.exp(logprob)
+    if not found:
+        return None
+    raw = [found.get(letter, min(found.values()) / 2) for letter in letters]
+    return [math.log(v / sum(raw)) for v in raw]
+
 
 def line(name: str, figures: dict, n: int) -> str:
     return (f"{name:58s} n {n:5d}  accuracy {figures['cross_validated_accuracy']:.3f}  "
@@ -80,8 +107,10 @@ def matched_pairs(triples: np.ndarray, labels: np.ndarray, n: int, seed: int = 0
     return [i for pair in pairs[:n] for i in pair]
 
 
-def probes(triples: np.ndarray, chosen: list[int], cache: Path) -> dict[int, float | None]:
-    """The configured model's one-word log-odds for each chosen triple (cached by triple)."""
+def probes(triples: np.ndarray, chosen: list[int], cache: Path, kind: str, model: LoadedModel) -> dict[int, float | None]:
+    """The configured model's answer for each chosen triple (cached by probe and triple): the one-word
+    verdict's log-odds, or in a multiple choice among the claimed tail and the graph's preferred values the
+    claimed option's log-probability."""
     from kgv_web.embedded_llm import provide_local_llm
     from verifier.wiring import build_llm
 
@@ -89,33 +118,55 @@ def probes(triples: np.ndarray, chosen: list[int], cache: Path) -> dict[int, flo
     llm = build_llm(use_grammar=False)
     answers = json.loads(cache.read_text()) if cache.exists() else {}
     rows = triples[chosen]
-    entities = {e.pk: e for e in Entity.objects.filter(pk__in=set(rows[:, [0, 2]].ravel().tolist()))}
+    options = {i: choice_options(model, *triples[i].tolist()) for i in chosen} if kind == "choice" else {}
+    named = set(rows[:, [0, 2]].ravel().tolist()) | {e for o in options.values() for e in o}
+    entities = {e.pk: e for e in Entity.objects.filter(pk__in=named)}
     passages: dict[int, str] = {}
     for entity, text in Passage.objects.filter(entity_id__in=list(entities)).order_by("pk").values_list("entity_id", "text"):
         passages.setdefault(entity, text)
     relations = dict(Relation.objects.filter(pk__in=set(rows[:, 1].tolist())).values_list("pk", "label"))
     for done, i in enumerate(chosen):
-        key = "\t".join(map(str, triples[i].tolist()))
+        key = kind + "\t" + "\t".join(map(str, triples[i].tolist()))
         if key in answers:
             continue
         head, relation, tail = (int(v) for v in triples[i])
         h, t = entities[head], entities[tail]
-        claim = Claim(h.external_id, "", t.external_id, h.label, relations[relation], t.label)
         opening = opening_of(passages.get(head, h.description or ""))
-        messages = [{"role": "system", "content": prompts.PASSAGE_SYSTEM},
-                    {"role": "user", "content": prompts.passage_prompt(claim, opening, t.description or "")}]
-        answers[key] = probe_logit(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs)
+        if kind == "choice":
+            labels = [entities[e].label for e in options[i]]
+            prompt = choice_prompt(h.label, relations[relation], opening, labels)
+            messages = [{"role": "system", "content": CHOICE_SYSTEM}, {"role": "user", "content": prompt}]
+            letters = CHOICE_LETTERS[:len(labels)]
+            got = choice_log_probs(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs, letters)
+            answers[key] = None if got is None else got[options[i].index(tail)]
+        else:
+            claim = Claim(h.external_id, "", t.external_id, h.label, relations[relation], t.label)
+            messages = [{"role": "system", "content": prompts.PASSAGE_SYSTEM},
+                        {"role": "user", "content": prompts.passage_prompt(claim, opening, t.description or "")}]
+            answers[key] = probe_logit(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs)
         if done % 10 == 9:
             cache.write_text(json.dumps(answers))
             print(f"  probed {done + 1}/{len(chosen)}", flush=True)
     cache.write_text(json.dumps(answers))
-    return {i: answers["\t".join(map(str, triples[i].tolist()))] for i in chosen}
+    return {i: answers[kind + "\t" + "\t".join(map(str, triples[i].tolist()))] for i in chosen}
+
+
+def choice_options(model: LoadedModel, head: int, relation: int, tail: int) -> list[int]:
+    """The claimed tail and the four values the embedding prefers for (head, relation), in an order fixed by
+    the triple (so the claimed tail's letter varies)."""
+    preferred = [e for e, _ in model.predicted(head, relation, "tail", len(CHOICE_LETTERS)) if e != tail]
+    options = [tail, *preferred[:len(CHOICE_LETTERS) - 1]]
+    random.Random(f"{head}-{relation}-{tail}").shuffle(options)
+    return options
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kg", help="name of a loaded KG with a ready structural model")
     parser.add_argument("--probe-pairs", type=int, default=0, help="relation-matched pairs to ask the language model")
+    parser.add_argument("--probe", choices=["verdict", "choice"], default="verdict",
+                        help="verdict: a one-word Correct/Incorrect; choice: pick the head's value among the claimed tail "
+                             "and the embedding's four preferred values")
     parser.add_argument("--cache", type=Path, default=Path("reports/verdict-signals-probe.json"))
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
@@ -130,23 +181,25 @@ def main() -> None:
     if folds is None:
         sys.exit("too few labelled triples of each kind for cross-validation")
     print(f"{kg.name}: {len(labels):,} labelled triples ({source}), structural model #{model.pk}", flush=True)
-    both = LoadedModel(model).features(triples)
+    loaded_model = LoadedModel(model)
+    both = loaded_model.features(triples)
     plausibility = both[:, :len(FEATURES) - len(RULE_FEATURES)]
-    p_plausibility = calibrated(plausibility, relations, labels, folds)
-    for name, p in [("embedding + text (Platt per relation)", p_plausibility),
+    p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
+    for name, p in [("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
                     ("embedding + text + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
-                    ("embedding + text + rule evidence (boosted trees)",
-                     calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator))]:
+                    ("embedding + text + rule evidence (boosted trees)", p_boosted)]:
         print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
     if args.probe_pairs:
         chosen = matched_pairs(triples, labels, args.probe_pairs)
-        answered = {i: v for i, v in probes(triples, chosen, args.cache).items() if v is not None}
+        answered = {i: v for i, v in probes(triples, chosen, args.cache, args.probe, loaded_model).items() if v is not None}
         index = np.array([i for i in chosen if i in answered])
         probe, truth = np.array([answered[i] for i in index]), labels[index]
-        structural = np.array([logit(p) for p in p_plausibility[index]])
+        structural = np.array([logit(p) for p in p_boosted[index]])  # what KG_Plausibility states
         print(f"probe: {len(index)} of {len(chosen)} answered; AUC {roc_auc_score(truth, probe):.3f} "
               f"(plausibility {roc_auc_score(truth, structural):.3f}), correlation with the plausibility's logit "
-              f"{np.corrcoef(probe, structural)[0, 1]:.2f}, leaning Correct on {float((probe > 0).mean()):.0%}")
+              f"{np.corrcoef(probe, structural)[0, 1]:.2f}, "
+              + (f"leaning Correct on {float((probe > 0).mean()):.0%}" if args.probe == "verdict"
+                 else f"the claimed value above even odds on {float((probe > math.log(0.5)).mean()):.0%}"))
         position = {i: k for k, i in enumerate(chosen)}
         pair_folds = np.array([position[i] // 2 % 5 for i in index])  # a pair's two triples share a fold
         for name, x in [("plausibility", structural[:, None]), ("plausibility + probe", np.column_stack([structural, probe]))]:
