@@ -125,30 +125,34 @@ def probes(triples: np.ndarray, chosen: list[int], cache: Path, kind: str, model
     for entity, text in Passage.objects.filter(entity_id__in=list(entities)).order_by("pk").values_list("entity_id", "text"):
         passages.setdefault(entity, text)
     relations = dict(Relation.objects.filter(pk__in=set(rows[:, 1].tolist())).values_list("pk", "label"))
+    def key(i: int) -> str:
+        return "\t".join([kind, *map(str, triples[i].tolist())])
+
     for done, i in enumerate(chosen):
-        key = kind + "\t" + "\t".join(map(str, triples[i].tolist()))
-        if key in answers:
+        if key(i) in answers:
             continue
         head, relation, tail = (int(v) for v in triples[i])
         h, t = entities[head], entities[tail]
         opening = opening_of(passages.get(head, h.description or ""))
         if kind == "choice":
             labels = [entities[e].label for e in options[i]]
-            prompt = choice_prompt(h.label, relations[relation], opening, labels)
-            messages = [{"role": "system", "content": CHOICE_SYSTEM}, {"role": "user", "content": prompt}]
-            letters = CHOICE_LETTERS[:len(labels)]
-            got = choice_log_probs(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs, letters)
-            answers[key] = None if got is None else got[options[i].index(tail)]
+            messages = [{"role": "system", "content": CHOICE_SYSTEM},
+                        {"role": "user", "content": choice_prompt(h.label, relations[relation], opening, labels)}]
         else:
             claim = Claim(h.external_id, "", t.external_id, h.label, relations[relation], t.label)
             messages = [{"role": "system", "content": prompts.PASSAGE_SYSTEM},
                         {"role": "user", "content": prompts.passage_prompt(claim, opening, t.description or "")}]
-            answers[key] = probe_logit(llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs)
+        first = llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs
+        if kind == "choice":
+            chosen_log_probs = choice_log_probs(first, CHOICE_LETTERS[:len(labels)])
+            answers[key(i)] = None if chosen_log_probs is None else chosen_log_probs[options[i].index(tail)]
+        else:
+            answers[key(i)] = probe_logit(first)
         if done % 10 == 9:
             cache.write_text(json.dumps(answers))
             print(f"  probed {done + 1}/{len(chosen)}", flush=True)
     cache.write_text(json.dumps(answers))
-    return {i: answers[kind + "\t" + "\t".join(map(str, triples[i].tolist()))] for i in chosen}
+    return {i: answers[key(i)] for i in chosen}
 
 
 def choice_options(model: LoadedModel, head: int, relation: int, tail: int) -> list[int]:
