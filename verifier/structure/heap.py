@@ -7,10 +7,13 @@ new pages that the kernel must zero on first touch: about a third of an FB15k-23
 that (`bench/kge_batch.py`). With mappings turned off and the top of the heap kept, the same blocks are
 reused from the heap and the step spends that time computing.
 
-Only for the duration of a training (`reused_heap`): afterwards glibc's defaults are restored and the
-free memory is handed back to the kernel, so a worker that trained does not keep the peak for good. The
-setting is the process's: other threads of a worker allocate the same way meanwhile, which changes where
-their memory comes from, not what they compute. Elsewhere than glibc (musl, macOS) this does nothing.
+Only for the duration of a training (`reused_heap`): afterwards glibc's default limits are set again and
+the free memory is handed back to the kernel, so a worker that trained does not keep the peak for good.
+Large blocks are then mapped afresh again, unless a free block inside the heap already fits one (glibc
+serves from its free lists before it maps). Once mallopt is called, glibc stops moving its mapping threshold
+as blocks are freed (mallopt(3)); it stays where it was, at most 32 MB. The setting is the process's: other
+threads of a worker allocate the same way meanwhile, which changes where their memory comes from, not what
+they compute. Elsewhere than glibc (musl, macOS) this does nothing.
 """
 
 from __future__ import annotations
