@@ -115,8 +115,10 @@ def default_config(num_triples: int, num_entities: int) -> KGEConfig:
     """The default trade-off between validation MRR and training minutes on two cores (docs/structure.md)."""
     number_format = "bfloat16" if bfloat16_native() else "float32"  # the same MRR, in 15–50% less time
     if num_triples * num_entities > 500_000_000:  # FB15k-237-sized: fewer, costlier epochs
-        return KGEConfig(dim=256, train_type="1vsAll", learning_rate=3e-3, batch_size=1024, max_epochs=60, eval_every=1,
-                         patience=10, lr_schedule="linear", max_minutes=45.0, precision=number_format)
+        # large batches fit more epochs into the budget; dropout and label smoothing let them generalise
+        return KGEConfig(dim=256, train_type="1vsAll", learning_rate=6e-3, batch_size=4096, entity_dropout=0.4,
+                         relation_dropout=0.3, label_smoothing=0.1, max_epochs=60, eval_every=1, patience=10,
+                         lr_schedule="linear", max_minutes=45.0, precision=number_format)
     # KvsAll: on CoDEx-S, 1vsAll reaches the same MRR but its network gives the verdict less (docs/structure.md)
     return KGEConfig(learning_rate=3e-3, batch_size=1024, entity_dropout=0.2, relation_dropout=0.1, max_epochs=300,
                      precision=number_format)
