@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="which held-out triples are left unfiltered first")
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
-    row = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).order_by("-pk").first()
+    row = StructuralModel.objects.ready_for(kg)
     if row is None:
         sys.exit(f"{kg.name} has no ready structural model: `manage.py train_kge {kg.name}`")
     network = LoadedModel(row).network
