@@ -73,8 +73,15 @@ def test_a_fitted_triple_is_weighed_by_the_weights_fitted_without_it(labelled):
 
 
 def test_too_few_labelled_runs_are_refused_with_the_reason(world_kg):
+    Evaluation.objects.create(name="no-runs-yet", kg=world_kg, benchmark="codex-s", sample_size=40, mode="agent")
     with pytest.raises(CommandError, match="at least 20 labelled runs"):
-        call_command("calibrate", evaluations="no-such-evaluation")
+        call_command("calibrate", evaluations="no-runs-yet")
+    assert not ConfidenceModel.objects.exists()
+
+
+def test_an_evaluation_name_that_does_not_exist_is_named(labelled):
+    with pytest.raises(CommandError, match="no evaluation named no-such-evaluation"):
+        call_command("calibrate", evaluations="fit-runs,no-such-evaluation")
     assert not ConfidenceModel.objects.exists()
 
 

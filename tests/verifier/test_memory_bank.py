@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from pgvector.django import CosineDistance
 
@@ -48,6 +48,14 @@ def test_a_file_that_is_not_a_bank_is_refused_and_nothing_is_added(tmp_path):
     path.write_text("{}")
     with pytest.raises(ValueError, match="not a KGV memory bank export"):
         bank.import_bank(path)
+
+
+def test_bootstrap_names_the_kg_it_cannot_find_and_starts_nothing():
+    with pytest.raises(CommandError, match="no loaded KG named 'no-such-kg'"):
+        call_command("memory_bank", "bootstrap", kg="no-such-kg")
+    with pytest.raises(CommandError, match="bootstrap needs --kg NAME"):
+        call_command("memory_bank", "bootstrap")
+    assert not MemoryEntry.objects.exists()
 
 
 def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out():

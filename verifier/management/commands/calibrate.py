@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
 from verifier.management.lookup import kg_named
-from verifier.models import ConfidenceModel, Run
+from verifier.models import ConfidenceModel, Evaluation, Run
 
 
 class Command(BaseCommand):
@@ -57,6 +57,9 @@ class Command(BaseCommand):
             return
         if not names and not options["reviews"]:
             raise CommandError("give --evaluations NAME[,NAME] and/or --reviews: the labelled runs to fit on")
+        unknown = sorted(set(names) - set(Evaluation.objects.filter(name__in=names).values_list("name", flat=True)))
+        if unknown:
+            raise CommandError(f"no evaluation named {', '.join(unknown)} (the evaluations are listed at /evaluations/)")
         pairs = confidence.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
         source = ", ".join([*(f"evaluation {n}" for n in names), *(["reviewed runs"] if options["reviews"] else [])])
         try:

@@ -15,8 +15,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
+from verifier.management.lookup import kg_named
 from verifier.memory import bank, bootstrap
-from verifier.models import Evaluation, KnowledgeGraph
+from verifier.models import Evaluation
 from verifier.structure.training import TrainingError, wait_for_model
 
 
@@ -51,9 +52,9 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Imported {added} memory entries ({skipped} already present)"))
 
     def _bootstrap(self, options) -> None:
-        kg = KnowledgeGraph.objects.filter(name=options["kg"] or "").first()
-        if kg is None:
+        if not options["kg"]:
             raise CommandError("bootstrap needs --kg NAME of a loaded KG")
+        kg = kg_named(options["kg"], loaded=True)
         name = f"memory-bootstrap-{kg.name}-n{options['n']}-s{options['seed']}"
         try:
             wait_for_model(kg, log=self.stdout.write)
