@@ -80,7 +80,7 @@ def test_too_few_labelled_runs_are_refused_with_the_reason(world_kg):
 
 
 def test_an_evaluation_name_that_does_not_exist_is_named(labelled):
-    with pytest.raises(CommandError, match="no evaluation named no-such-evaluation"):
+    with pytest.raises(CommandError, match="no evaluation 'no-such-evaluation'"):
         call_command("calibrate", evaluations="fit-runs,no-such-evaluation")
     assert not ConfidenceModel.objects.exists()
 

@@ -10,15 +10,15 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
-from verifier.management.lookup import kg_named
-from verifier.models import ConfidenceModel, Evaluation, Run
+from verifier.management.lookup import find_evaluation, kg_named
+from verifier.models import ConfidenceModel, Run
 
 
 class Command(BaseCommand):
     help = "Fit the verdict confidence model on labelled agent and evidence-mode runs and re-assess finished runs."
 
     def add_arguments(self, parser):
-        parser.add_argument("--evaluations", default="", help="comma-separated evaluation names whose runs are labelled")
+        parser.add_argument("--evaluations", default="", help="comma-separated evaluation names or ids whose runs are labelled")
         parser.add_argument("--reviews", action="store_true", help="also fit on reviewers' Correct/Incorrect decisions")
         parser.add_argument("--kg", help="fit for this KG only (default: one model for every KG)")
         parser.add_argument("--no-reassess", action="store_true", help="do not recompute finished runs' confidence")
@@ -57,9 +57,7 @@ class Command(BaseCommand):
             return
         if not names and not options["reviews"]:
             raise CommandError("give --evaluations NAME[,NAME] and/or --reviews: the labelled runs to fit on")
-        unknown = sorted(set(names) - set(Evaluation.objects.filter(name__in=names).values_list("name", flat=True)))
-        if unknown:
-            raise CommandError(f"no evaluation named {', '.join(unknown)} (the evaluations are listed at /evaluations/)")
+        names = [find_evaluation(key).name for key in names]
         pairs = confidence.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
         source = ", ".join([*(f"evaluation {n}" for n in names), *(["reviewed runs"] if options["reviews"] else [])])
         try:

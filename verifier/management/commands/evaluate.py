@@ -21,16 +21,10 @@ from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.evaluation.runner import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
+from verifier.management.lookup import find_evaluation
 from verifier.models import Evaluation, KnowledgeGraph
 from verifier.structure.training import TrainingError, learnt_triples, train, wait_for_model
 from verifier.wiring import build_llm
-
-
-def find_evaluation(key: str) -> Evaluation:
-    evaluation = Evaluation.objects.filter(pk=int(key)).first() if key.isdigit() else Evaluation.objects.filter(name=key).first()
-    if evaluation is None:
-        raise CommandError(f"no evaluation {key!r} (give its id or name; see /evaluations/)")
-    return evaluation
 
 
 def headline(evaluation: Evaluation) -> str:

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier.evaluation import reports
 from verifier.evaluation.runner import refresh_metrics
-from verifier.management.commands.evaluate import find_evaluation
+from verifier.management.lookup import find_evaluation
 from verifier.models import Evaluation
 
 
