@@ -30,7 +30,7 @@ import numpy as np
 from django.db import transaction
 from sklearn.linear_model import LogisticRegression
 
-from verifier.agent.weighing import BRIEF_MODES, FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, aligned, evidence_from
+from verifier.agent.weighing import BRIEF_MODES, FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, aligned, evidence_from, unweighed
 from verifier.models import ConfidenceModel, Entity, EvaluationItem, FitTriple, KnowledgeGraph, Relation, Review, Run, SupportItem
 from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
@@ -244,7 +244,8 @@ def reassess(runs) -> int:
         weights = weights_of(model, fit_key(run.task))
         p_true = weights.probability(evidence)
         details = {**(run.assessment or {}), **asdict(evidence), "disputed_reason": evidence.dispute(),
-                   "p_true": round(p_true, 4), "confidence_model": model.pk, "confidence_fold": weights.fold}
+                   "p_true": round(p_true, 4), "confidence_model": model.pk, "confidence_fold": weights.fold,
+                   "unweighed": unweighed(evidence, weights)}
         Run.objects.filter(pk=run.pk).update(confidence=p_true if run.verdict == "correct" else 1 - p_true,
                                              disputed=bool(details["disputed_reason"]), assessment=details,
                                              structural_model_id=evidence.structural_model)

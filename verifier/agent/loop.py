@@ -21,7 +21,7 @@ from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_p
 from verifier.agent.port import Tools
 from verifier.agent.steps import AgentStep, Claim, Memory, spent
 from verifier.agent.support import SupportSet
-from verifier.agent.weighing import BRIEF_MODES, Weigher, decided, evidence_from, probe_logit, summary
+from verifier.agent.weighing import BRIEF_MODES, Weigher, decided, evidence_from, probe_logit, summary, unweighed, weighed_keys
 
 MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence", "reading")
 # Baselines that decide from one structural tool's calibrated probability, without a language model.
@@ -292,15 +292,16 @@ class Investigation:
             note = note or "Abstention is off; the initial impression stands."
         explanation, confidence, assessment = final.explanation, None, {}
         if self.config.mode in BRIEF_MODES or (self.config.mode == "agent" and verdict in ("correct", "incorrect")):
-            verdict, explanation, confidence, assessment = self._weighed(verdict, explanation)
-            valid = list(dict.fromkeys([*valid, *(k for keys in assessment.get("keys", {}).values() for k in keys)]))
+            verdict, explanation, confidence, assessment, weighed = self._weighed(verdict, explanation)
+            valid = list(dict.fromkeys([*valid, *weighed]))
         label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
         content = f"[{label}] {explanation}" + (f"\n({note})" if note else "")
         return AgentStep("verdict", content, verdict=verdict, explanation=explanation, cited=valid,
                          forced=forced, confidence=confidence, assessment=assessment)
 
-    def _weighed(self, answer: str, explanation: str) -> tuple[str, str, float | None, dict]:
-        """The model's answer weighed with the run's evidence: (verdict, explanation, confidence, assessment).
+    def _weighed(self, answer: str, explanation: str) -> tuple[str, str, float | None, dict, list[str]]:
+        """The model's answer weighed with the run's evidence: (verdict, explanation, confidence, assessment, the
+        evidence keys of the weighed signals, which the verdict cites).
 
         The paper profile keeps the model's answer as the verdict; the compact profile's verdict is the weighed
         decision, because a small model cannot weigh evidence (it says Correct to most claims) but reads and
@@ -313,17 +314,22 @@ class Investigation:
         if weights is None:
             if not answer:
                 explanation = "No fitted weighing is in force (manage.py calibrate), so the evidence alone decides nothing."
-            return answer or "not_enough_evidence", explanation, None, assessment
+            return answer or "not_enough_evidence", explanation, None, assessment, []
         p_true = weights.probability(evidence)
-        assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id, confidence_fold=weights.fold)
+        assessment.update(p_true=round(p_true, 4), confidence_model=weights.model_id, confidence_fold=weights.fold,
+                          unweighed=unweighed(evidence, weights))
+        cited = weighed_keys(evidence, weights)
         if answer and self.config.profile != "compact":
-            return answer, explanation, p_true if answer == "correct" else 1 - p_true, assessment
+            return answer, explanation, p_true if answer == "correct" else 1 - p_true, assessment, cited
         verdict, confidence = decided(p_true)
+        weighing = summary(evidence, p_true, weights)
         if not answer:  # a brief mode: the explanation says what was weighed
-            explanation = f"{explanation}, {summary(evidence, p_true)}."
+            explanation = f"{explanation}, {weighing}."
         elif verdict != answer:
-            explanation = f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): {summary(evidence, p_true)}."
-        return verdict, explanation, confidence, assessment
+            explanation = f"The evidence outweighs the model's answer ({answer.title()}: {explanation}): {weighing}."
+        else:  # the verdict is the weighing's, which agrees with the model: say what it weighed
+            explanation = f"{explanation.strip().rstrip('.')}; {weighing}."
+        return verdict, explanation, confidence, assessment, cited
 
     def judgment(self, messages: list[dict], reason: str = "step limit reached") -> Iterator[AgentStep]:
         started = time.perf_counter()

@@ -27,6 +27,12 @@ WEIGHED_MODES = ("agent", *BRIEF_MODES)  # and the agent's verdict too, in the c
 # Append new features at the end (see ``aligned``): confidence models fitted before keep working.
 FEATURES = ["agent_correct", "agent_logit", "structural_logit", "structural_missing", "rule_logit", "rule_missing",
             "supports", "contradicts", "mentioned", "relevance", "reading_logit", "reading_missing"]
+# What a curator reads about a run (the lines of its explanation and of "How the confidence was reached") →
+# the features each feeds. A fitted weighing may give a signal no weight (a small model's answer, which says
+# Correct to nearly everything); the explanation then says so instead of presenting it as weighed.
+SIGNALS = {"agent_verdict": ("agent_correct", "agent_logit"), "structural": ("structural_logit",),
+           "rules": ("rule_logit",), "reading": ("reading_logit",), "supports": ("supports",),
+           "contradicts": ("contradicts",), "mentioned": ("mentioned",), "relevance": ("relevance",)}
 ANSWER_SIGN = {"correct": 1.0, "incorrect": -1.0}  # the model's answer as a feature; 0 when no model answered
 DISPUTE_MARGIN = 0.15  # the structural probability must sit this far on the other side of 0.5
 MAX_LOGIT = 6.0
@@ -106,7 +112,9 @@ def evidence_from(items: Iterable[tuple[str, str, dict]], answer: str, agent_log
             evidence.reading_logit = float(payload["reading_logit"])
             evidence.keys["reading"] = [key]
         elif kind == "passage" and "relevance" in payload:
-            evidence.mentioned = evidence.mentioned or bool(payload.get("mentions"))
+            if payload.get("mentions"):
+                evidence.mentioned = True
+                evidence.keys.setdefault("mentioned", []).append(key)
             evidence.relevance = max(evidence.relevance, float(payload["relevance"]))
             if payload.get("judgment") in evidence.reading:
                 evidence.reading[payload["judgment"]] += 1
@@ -127,6 +135,10 @@ class Weights:
 
     def weight(self, feature: str) -> float:
         return self.coefficients[FEATURES.index(feature)]
+
+    def weighs(self, signal: str) -> bool:
+        """Whether any feature of ``signal`` (a key of SIGNALS) has a weight."""
+        return any(abs(self.weight(feature)) > 1e-9 for feature in SIGNALS[signal])
 
     def probability(self, evidence: Evidence) -> float:
         z = self.intercept + sum(c * x for c, x in zip(self.coefficients, evidence.vector(), strict=True))
@@ -150,22 +162,50 @@ def decided(p_true: float) -> tuple[str, float]:
 Weigher = Callable[[], Weights | None]  # the weighing in force for this run, if one is fitted
 
 
-def summary(evidence: Evidence, p_true: float) -> str:
-    """The weighed decision in words, citing the evidence keys it rests on."""
-    parts = []
+def _signals(evidence: Evidence) -> list[tuple[str, str]]:
+    """(signal, what it said, in words with its evidence keys) for every signal the run has."""
+    said = []
     if evidence.structural_probability is not None:
-        parts.append(f"structural probability {evidence.structural_probability:.2f} {_keys(evidence, 'structural')}")
+        said.append(("structural", f"structural probability {evidence.structural_probability:.2f} {_keys(evidence, 'structural')}"))
     if evidence.rule_probability is not None:
-        parts.append(f"rule evidence {evidence.rule_probability:.2f} {_keys(evidence, 'rules')}")
+        said.append(("rules", f"rule evidence {evidence.rule_probability:.2f} {_keys(evidence, 'rules')}"))
     if evidence.reading_logit is not None:
         p_read = 1 / (1 + math.exp(-evidence.reading_logit))
-        parts.append(f"the model's reading of the head's article ({p_read:.2f} for Correct) {_keys(evidence, 'reading')}")
+        said.append(("reading", f"the model's reading of the head's article ({p_read:.2f} for Correct) {_keys(evidence, 'reading')}"))
     for judgment in ("supports", "contradicts"):
         if evidence.reading.get(judgment):
-            parts.append(f"{evidence.reading[judgment]} sentence(s) that {judgment[:-1]} the claim {_keys(evidence, judgment)}")
+            count = evidence.reading[judgment]
+            said.append((judgment, f"{count} sentence(s) judged to {judgment[:-1]} the claim {_keys(evidence, judgment)}"))
+    if evidence.mentioned:
+        said.append(("mentioned", f"a sentence about one end of the claim naming the other {_keys(evidence, 'mentioned')}"))
+    if evidence.relevance:
+        said.append(("relevance", f"the closest sentence's relevance to the claim ({evidence.relevance:.2f})"))
     if evidence.agent_verdict:
-        parts.append(f"the model's own answer {evidence.agent_verdict.title()}")
-    return f"weighing {', '.join(parts)} gives a probability of {p_true:.2f} that the triple is true"
+        said.append(("agent_verdict", f"the model's own answer ({evidence.agent_verdict.title()})"))
+    return said
+
+
+def unweighed(evidence: Evidence, weights: Weights) -> list[str]:
+    """The signals the run has that ``weights`` give no weight: read, shown, but not part of the verdict."""
+    return [signal for signal, _ in _signals(evidence) if not weights.weighs(signal)]
+
+
+def weighed_keys(evidence: Evidence, weights: Weights) -> list[str]:
+    """The evidence keys of the signals ``weights`` weigh: what the weighed verdict cites."""
+    return [key for signal, keys in evidence.keys.items() if signal in SIGNALS and weights.weighs(signal) for key in keys]
+
+
+def summary(evidence: Evidence, p_true: float, weights: Weights) -> str:
+    """The weighed decision in words: the signals the weights weigh, citing their evidence keys, then those the
+    run has that carry no weight (named without keys: they are not the verdict's evidence)."""
+    said = _signals(evidence)
+    counted = [text.strip() for signal, text in said if weights.weighs(signal)]
+    ignored = [text.split(" [")[0].strip() for signal, text in said if not weights.weighs(signal)]
+    text = f"weighing {', '.join(counted) or 'no signal (the prior alone)'} gives a probability of {p_true:.2f} that the triple is true"
+    if ignored:
+        model = f"confidence model #{weights.model_id}" if weights.model_id is not None else "this weighing"
+        text += f"; {model} gives no weight to {', '.join(ignored)}"
+    return text
 
 
 def _keys(evidence: Evidence, feature: str) -> str:

@@ -208,6 +208,9 @@ class AssessmentSerializer(serializers.Serializer):
     structural_model = serializers.IntegerField(required=False, allow_null=True, help_text="id of the model that scored the triple")
     keys = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False,
                                  help_text="feature → the evidence keys it was read from")
+    unweighed = serializers.ListField(child=serializers.CharField(), required=False,
+                                      help_text="signals the run has that the confidence model gives no weight "
+                                                "(e.g. agent_verdict, supports, contradicts): shown, not part of the verdict")
 
 
 class RunSerializer(serializers.ModelSerializer):

@@ -60,12 +60,18 @@ def _keys(assessment: dict, *features: str) -> tuple[str, ...]:
     return tuple(str(key) for feature in features for key in (keys.get(feature) or []))
 
 
+NOT_WEIGHED = " — not weighed: the confidence model gives it no weight"
+
+
 def factors(assessment: dict) -> list[Factor]:
     """The evidence behind the confidence, in the order it is combined; absent keys are left out, a key
-    present with no value (no model, no rule) says why there is no number."""
+    present with no value (no model, no rule) says why there is no number, and a signal the confidence model
+    gives no weight (``assessment["unweighed"]``) says so."""
     rows = []
+    unweighed = set(assessment.get("unweighed") or ())
     if verdict := assessment.get("agent_verdict"):
-        rows.append(Factor("agent_verdict", "Agent's verdict", dict(Verdict.choices).get(verdict, verdict)))
+        rows.append(Factor("agent_verdict", "Agent's verdict", dict(Verdict.choices).get(verdict, verdict)
+                           + (NOT_WEIGHED if "agent_verdict" in unweighed else "")))
     if "structural_probability" in assessment:
         rows.append(Factor("structural_probability", "Structural probability (KG embedding) that the triple is true",
                            _probability_text(assessment["structural_probability"], "not available (no ready structural model)"),
@@ -74,7 +80,9 @@ def factors(assessment: dict) -> list[Factor]:
         rows.append(Factor("rule_probability", "Rule probability that the triple is true",
                            _probability_text(assessment["rule_probability"], "no mined rule applies"), _keys(assessment, "rules")))
     if isinstance(assessment.get("reading"), dict):
-        rows.append(Factor("reading", "Passages read", _reading_text(assessment["reading"]),
+        judged = {"supports", "contradicts"} & {name for name, count in assessment["reading"].items() if count}
+        rows.append(Factor("reading", "Passages read", _reading_text(assessment["reading"])
+                           + (NOT_WEIGHED if judged and judged <= unweighed else ""),
                            _keys(assessment, "supports", "contradicts")))
     if "p_true" in assessment:
         rows.append(Factor("p_true", "Combined probability that the triple is true",

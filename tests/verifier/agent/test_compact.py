@@ -162,6 +162,23 @@ def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model
     assert set(run.assessment["keys"]["contradicts"]) <= cited
 
 
+def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(task):
+    """A fitted weighing may give the model's answer and the sentence judgments no weight (the shipped CoDEx-S
+    one does): the explanation must not present them as weighed, nor the verdict cite their sentences."""
+    model = _fit_weights(relevance=-1.0)  # the sentences count only by how close the best one is to the claim
+    answer = "Thought: The profiles suffice.\nFinal Answer: [Correct] Because of [E1]."
+    run, _ = run_compact(task, reader("contradicts", answer=answer))
+    judged = run.assessment["reading"]["contradicts"]
+    assert run.verdict == "incorrect" and judged >= 1
+    assert run.assessment["unweighed"] == ["contradicts", "agent_verdict"]
+    assert run.explanation.endswith(
+        f"weighing the closest sentence's relevance to the claim ({run.assessment['relevance']:.2f}) gives a probability of "
+        f"{run.assessment['p_true']:.2f} that the triple is true; confidence model #{model.pk} gives no weight to {judged} "
+        f"sentence(s) judged to contradict the claim, the model's own answer (Correct).")
+    cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
+    assert run.assessment["keys"]["contradicts"] and not set(run.assessment["keys"]["contradicts"]) & cited
+
+
 def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
     _fit_weights(agent_correct=0.5, structural_missing=-1.0)
     script = [PLAN, "Thought: check.\nAction: KG_Neighbor(Douglas Adams)", "Thought: ok.\nFinal Answer: [Correct] Because of [E1]."]

@@ -87,6 +87,21 @@ def test_the_page_explains_how_the_confidence_was_reached_and_which_model_scored
     assert f"Triple scored by the structural model: ComplEx model #{run.structural_model_id} of runs-kg v1." in page
 
 
+def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
+    run = _disputed_run(world)
+    run.assessment = {**ASSESSMENT, "unweighed": ["supports", "contradicts", "agent_verdict"]}
+    run.save(update_fields=["assessment"])
+    factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
+    note = " — not weighed: the confidence model gives it no weight"
+    assert factors["agent_verdict"] == "Correct" + note
+    assert re.sub(r"\s*<a .*", "", factors["reading"]) == "2 supporting, 1 contradicting, 0 silent" + note
+    assert factors["structural_probability"].startswith("0.08 <a")  # weighed: no note
+    run.assessment = {**ASSESSMENT, "unweighed": ["contradicts"]}  # the supporting sentences are weighed
+    run.save(update_fields=["assessment"])
+    factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
+    assert factors["agent_verdict"] == "Correct" and "not weighed" not in factors["reading"]
+
+
 def test_a_run_from_before_the_confidence_model_shows_its_confidence_and_nothing_invented(viewer, world):
     run = make_finished_run(world)
     run.confidence = 0.9
