@@ -8,8 +8,9 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
 2. Focused reading — the few most relevant sentences are judged supports / contradicts / silent, one
    short call each, and the model reads the opening of the head's article with the claim (one call, one
    word: the log-odds of its answer are the evidence, since a small model's answers lean Correct); both
-   enter the brief as evidence. The article reading is skipped while the weighing in force gives it no
-   weight: it costs seconds on a CPU and would not move the verdict.
+   enter the brief as evidence. Each is skipped while the weighing in force gives it no weight (the
+   sentences are then listed unjudged): it costs seconds on a CPU and would not move the verdict
+   (``judge_unweighed`` asks for the judgments anyway, to label runs for a new fit).
 3. Planning — the paper's initial impression and strategic plan, from the brief's digest (the lines that
    bear on the verdict, verifier/agent/brief.py) and the lessons of past cases (fenced, short, never
    about this claim). A plan whose first step is to answer from the
@@ -157,16 +158,17 @@ def trimmed(observation: str) -> str:
     return "\n".join(lines[:OBSERVATION_LINES] + [f"(… {len(lines) - OBSERVATION_LINES} more lines not shown)"])
 
 
-def reading_weighed(inv: Investigation) -> bool:
-    """Whether the model's reading of the head's article can move the verdict: the weighing in force gives it
-    a weight (or none is in force, and the reading is the model's own evidence)."""
+def weighed(inv: Investigation, *signals: str) -> bool:
+    """Whether what the model would say about ``signals`` (weighing.SIGNALS) can move the verdict: the weighing
+    in force weighs one of them (or none is in force, and what the model says is its own evidence)."""
     weights = inv.weigher() if inv.weigher is not None else None
-    return weights is None or weights.weight("reading_logit") != 0.0
+    return weights is None or any(weights.weighs(signal) for signal in signals)
 
 
 def investigate(inv: Investigation) -> Iterator[AgentStep]:
     """All steps of a compact-profile investigation (see the module docstring)."""
-    yield from _brief(inv, judge=True, read=reading_weighed(inv))
+    judge = inv.config.judge_unweighed or weighed(inv, "supports", "contradicts")
+    yield from _brief(inv, judge=judge, read=weighed(inv, "reading"))
     system = prompts.COMPACT_REACT_SYSTEM.format(abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
     loop_request = prompts.compact_loop_request(inv.tool_list(), inv.config.t_max, inv.claim)
     messages: list[dict] = [{"role": "system", "content": system}]

@@ -54,6 +54,9 @@ class AgentConfig:
     # After the answer, one token with log-probabilities: how sure the model is (a weighing feature, for small models
     # that lean Correct in their answers but may still rank claims in their log-odds).
     verdict_probe: bool = False
+    # The compact profile's sentence judgments (one call each) are asked only while the weighing in force weighs
+    # them; on, they are asked always (to label runs for fitting a weighing that might).
+    judge_unweighed: bool = False
     samples: int = 5  # self-consistency
     sample_temperature: float = 0.7
 

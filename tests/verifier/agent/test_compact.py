@@ -162,12 +162,24 @@ def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model
     assert set(run.assessment["keys"]["contradicts"]) <= cited
 
 
+def test_sentences_are_judged_only_while_the_weighing_in_force_weighs_the_judgments(task):
+    _fit_weights(relevance=-1.0)
+    run, requests = run_compact(task, reader("contradicts"))
+    judging = [r for r in requests if r.messages[0]["content"] == prompts.READING_SYSTEM]
+    assert not judging and run.assessment["reading"] == {"supports": 0, "contradicts": 0, "silent": 0}
+    brief = run.steps.get(kind="observation", tool="Evidence_Brief").content
+    assert "Text (the sentences most relevant to the claim):" in brief and 'contradicts: "' not in brief
+    judged, requests = run_compact(task, reader("contradicts"), judge_unweighed=True)
+    assert sum(r.messages[0]["content"] == prompts.READING_SYSTEM for r in requests) == judged.assessment["reading"]["contradicts"] > 0
+    assert judged.assessment["p_true"] == run.assessment["p_true"]  # unweighed: the same verdict, calls saved
+
+
 def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(task):
     """A fitted weighing may give the model's answer and the sentence judgments no weight (the shipped CoDEx-S
     one does): the explanation must not present them as weighed, nor the verdict cite their sentences."""
     model = _fit_weights(relevance=-1.0)  # the sentences count only by how close the best one is to the claim
     answer = "Thought: The profiles suffice.\nFinal Answer: [Correct] Because of [E1]."
-    run, _ = run_compact(task, reader("contradicts", answer=answer))
+    run, _ = run_compact(task, reader("contradicts", answer=answer), judge_unweighed=True)
     judged = run.assessment["reading"]["contradicts"]
     assert run.verdict == "incorrect" and judged >= 1
     assert run.assessment["unweighed"] == ["contradicts", "agent_verdict"]
