@@ -30,7 +30,18 @@ import numpy as np
 from django.db import transaction
 from sklearn.linear_model import LogisticRegression
 
-from verifier.agent.weighing import BRIEF_MODES, FEATURES, WEIGHED_MODES, Evidence, Weigher, Weights, aligned, evidence_from, unweighed
+from verifier.agent.weighing import (
+    BRIEF_MODES,
+    FEATURES,
+    WEIGHED_MODES,
+    Evidence,
+    Weigher,
+    Weights,
+    aligned,
+    dispute_reason,
+    evidence_from,
+    unweighed,
+)
 from verifier.models import ConfidenceModel, Entity, EvaluationItem, FitTriple, KnowledgeGraph, Relation, Review, Run, SupportItem
 from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
@@ -110,8 +121,8 @@ def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict
     if weighed:
         return Assessment(stated, bool(weighed.get("disputed_reason")), weighed)
     evidence = stored_evidence(run) if verdict in ("correct", "incorrect") else Evidence(verdict)
-    details = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None,
-               "confidence_fold": None}
+    details = {**asdict(evidence), "disputed_reason": dispute_reason(verdict, evidence.structural_probability), "p_true": None,
+               "confidence_model": None, "confidence_fold": None}
     return Assessment(stated, bool(details["disputed_reason"]), details)
 
 
@@ -243,8 +254,9 @@ def reassess(runs) -> int:
         evidence = stored_evidence(run)
         weights = weights_of(model, fit_key(run.task))
         p_true = weights.probability(evidence)
-        details = {**(run.assessment or {}), **asdict(evidence), "disputed_reason": evidence.dispute(),
-                   "p_true": round(p_true, 4), "confidence_model": model.pk, "confidence_fold": weights.fold,
+        details = {**(run.assessment or {}), **asdict(evidence),
+                   "disputed_reason": dispute_reason(run.verdict, evidence.structural_probability), "p_true": round(p_true, 4),
+                   "confidence_model": model.pk, "confidence_fold": weights.fold,
                    "unweighed": unweighed(evidence, weights)}
         Run.objects.filter(pk=run.pk).update(confidence=p_true if run.verdict == "correct" else 1 - p_true,
                                              disputed=bool(details["disputed_reason"]), assessment=details,

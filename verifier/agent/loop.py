@@ -21,7 +21,17 @@ from verifier.agent.parsing import FinalAnswer, ParseError, parse_final, parse_p
 from verifier.agent.port import Tools
 from verifier.agent.steps import AgentStep, Claim, Memory, spent
 from verifier.agent.support import SupportSet
-from verifier.agent.weighing import BRIEF_MODES, Weigher, decided, evidence_from, probe_logit, summary, unweighed, weighed_keys
+from verifier.agent.weighing import (
+    BRIEF_MODES,
+    Weigher,
+    decided,
+    dispute_reason,
+    evidence_from,
+    probe_logit,
+    summary,
+    unweighed,
+    weighed_keys,
+)
 
 MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence", "reading")
 # Baselines that decide from one structural tool's calibrated probability, without a language model.
@@ -296,6 +306,7 @@ class Investigation:
         explanation, confidence, assessment = final.explanation, None, {}
         if self.config.mode in BRIEF_MODES or (self.config.mode == "agent" and verdict in ("correct", "incorrect")):
             verdict, explanation, confidence, assessment, weighed = self._weighed(verdict, explanation)
+            assessment["disputed_reason"] = dispute_reason(verdict, assessment["structural_probability"])
             valid = list(dict.fromkeys([*valid, *weighed]))
         label = {"correct": "Correct", "incorrect": "Incorrect", "not_enough_evidence": "Not enough evidence"}[verdict]
         content = f"[{label}] {explanation}" + (f"\n({note})" if note else "")
@@ -311,8 +322,7 @@ class Investigation:
         judges sentences well. Without a fitted weighing the answer stands, with no confidence (the evidence
         mode, which has no answer, then has no verdict either)."""
         evidence = evidence_from(((k.key, k.kind, k.payload) for k in self.support.items.values()), answer, self.answer_logit)
-        assessment = {**asdict(evidence), "disputed_reason": evidence.dispute(), "p_true": None, "confidence_model": None,
-                      "confidence_fold": None}
+        assessment = {**asdict(evidence), "p_true": None, "confidence_model": None, "confidence_fold": None}
         weights = self.weigher() if self.weigher is not None else None
         if weights is None:
             if not answer:

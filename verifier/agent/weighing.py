@@ -38,6 +38,22 @@ DISPUTE_MARGIN = 0.15  # the structural probability must sit this far on the oth
 MAX_LOGIT = 6.0
 
 
+def dispute_reason(verdict: str, structural_probability: float | None) -> str:
+    """Why the structural probability disputes the run's ``verdict`` (it sits DISPUTE_MARGIN beyond 0.5 on the
+    other side), or "".
+
+    The verdict is the one the curator reviews: the model's answer in the paper profile, the weighed evidence
+    in the compact one. A small model's answer that the weighing overrules is not disputed by the structure:
+    it says Correct to nearly every claim, so flagging it would mark every claim the structure finds false —
+    about four verdicts in ten, and the most reliable ones."""
+    p = structural_probability
+    if p is None or verdict not in ("correct", "incorrect"):
+        return ""
+    if (verdict == "correct" and p <= 0.5 - DISPUTE_MARGIN) or (verdict == "incorrect" and p >= 0.5 + DISPUTE_MARGIN):
+        return f"The verdict is {verdict.title()}, but the structural model gives the triple a probability of {p:.2f}."
+    return ""
+
+
 def logit(p: float | None) -> float:
     if p is None:
         return 0.0
@@ -64,17 +80,6 @@ class Evidence:
                 logit(self.rule_probability), float(self.rule_probability is None),
                 float(self.reading.get("supports", 0)), float(self.reading.get("contradicts", 0)),
                 float(self.mentioned), self.relevance, self.reading_logit or 0.0, float(self.reading_logit is None)]
-
-    def dispute(self) -> str:
-        """Why the model's answer and the structural evidence disagree, or "" when they do not (clearly)."""
-        p = self.structural_probability
-        if p is None or self.agent_verdict not in ("correct", "incorrect"):
-            return ""
-        if self.agent_verdict == "correct" and p <= 0.5 - DISPUTE_MARGIN:
-            return f"The agent answered Correct, but the structural model gives the triple a probability of {p:.2f}."
-        if self.agent_verdict == "incorrect" and p >= 0.5 + DISPUTE_MARGIN:
-            return f"The agent answered Incorrect, but the structural model gives the triple a probability of {p:.2f}."
-        return ""
 
 
 _YES = ("correct", "true", "yes")

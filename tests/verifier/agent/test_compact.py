@@ -8,7 +8,7 @@ import pytest
 from tests.openai_server import ScriptedOpenAIServer, TextReply
 from verifier.agent import prompts
 from verifier.agent.llm import OpenAICompatibleLLM
-from verifier.agent.weighing import FEATURES, Evidence, Weights
+from verifier.agent.weighing import FEATURES, Evidence, Weights, dispute_reason
 from verifier.evaluation.configs import run_config
 from verifier.memory import bank
 from verifier.models import ConfidenceModel, Run, SupportItem, VerificationTask
@@ -225,13 +225,34 @@ def test_without_a_fitted_weighing_the_answer_stands_without_confidence(task):
     assert run.assessment["p_true"] is None and run.assessment["reading"]["contradicts"] >= 1
 
 
-def test_disputed_when_the_answer_and_the_structural_probability_disagree_clearly():
-    assert Evidence("correct", structural_probability=0.2).dispute().startswith("The agent answered Correct")
-    assert Evidence("incorrect", structural_probability=0.8).dispute().startswith("The agent answered Incorrect")
-    assert Evidence("correct", structural_probability=0.45).dispute() == ""  # not clearly
-    assert Evidence("correct").dispute() == ""  # no structural evidence, no dispute
+def test_disputed_when_the_verdict_and_the_structural_probability_disagree_clearly():
+    assert dispute_reason("correct", 0.2) == \
+        "The verdict is Correct, but the structural model gives the triple a probability of 0.20."
+    assert dispute_reason("incorrect", 0.8).startswith("The verdict is Incorrect")
+    assert dispute_reason("correct", 0.45) == ""  # not clearly
+    assert dispute_reason("correct", None) == ""  # no structural evidence, no dispute
+    # A small model's Correct that the weighing overruled is not a disputed verdict: the verdict sides with the structure.
+    assert dispute_reason("incorrect", 0.2) == ""
+    assert dispute_reason("correct", 0.2).startswith("The verdict is Correct")  # evidence mode
     weights = Weights(tuple([1.0] + [0.0] * (len(FEATURES) - 1)), 0.0)
     assert weights.probability(Evidence("correct")) == pytest.approx(0.7311, abs=1e-4)
+
+
+def test_stored_disputes_are_recomputed_against_the_verdict(task):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    overruled = {"agent_verdict": "correct", "structural_probability": 0.1,
+                 "disputed_reason": "The agent answered Correct, but the structural model gives the triple a probability of 0.10."}
+    old = Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict="incorrect", disputed=True, assessment=overruled)
+    against = Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict="correct", disputed=False,
+                                 assessment={"agent_verdict": "correct", "structural_probability": 0.1})
+    import_module("verifier.migrations.0020_disputes_follow_the_verdict").recompute(apps, None)
+    old.refresh_from_db()
+    against.refresh_from_db()
+    assert not old.disputed and old.assessment["disputed_reason"] == "" and old.assessment["agent_verdict"] == "correct"
+    assert against.disputed and against.assessment["disputed_reason"].startswith("The verdict is Correct, but")
 
 
 def test_a_plan_that_answers_from_the_brief_settles_the_claim_without_a_loop(task):
