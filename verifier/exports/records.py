@@ -86,7 +86,7 @@ class RunRecord:
     verdict: str
     explanation: str
     confidence: float | None  # calibrated probability that the verdict is right
-    disputed: bool  # the agent's verdict and the structural evidence disagree
+    disputed: bool  # the structural evidence disputes the verdict
     signals: list[str]  # verdict quality signals (verifier/quality.py)
     p_true: float | None  # combined calibrated probability that the triple is true
     structural_probability: float | None  # the KG-embedding model's calibrated P(true)

@@ -2,7 +2,7 @@
 ``dispute_reason``), no longer when it disputes a small model's answer that the weighing overruled: the stored
 flags and reasons are recomputed by that rule."""
 
-from django.db import migrations
+from django.db import migrations, models
 
 from verifier.agent.weighing import dispute_reason
 
@@ -26,4 +26,8 @@ def recompute(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [("verifier", "0019_structuralmodel_calibrated_at")]
-    operations = [migrations.RunPython(recompute, migrations.RunPython.noop)]
+    operations = [
+        migrations.AlterField(model_name="run", name="disputed",
+                              field=models.BooleanField(default=False, help_text="the structural evidence disputes the verdict")),
+        migrations.RunPython(recompute, migrations.RunPython.noop),
+    ]

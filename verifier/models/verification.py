@@ -90,7 +90,7 @@ class Run(models.Model):
     confidence = models.FloatField(null=True, blank=True, help_text="calibrated probability that the verdict is right")
     # The evidence the confidence was computed from (structural probability, rules, reading, agent verdict).
     assessment = models.JSONField(default=dict, blank=True)
-    disputed = models.BooleanField(default=False, help_text="the agent's verdict and the structural evidence disagree")
+    disputed = models.BooleanField(default=False, help_text="the structural evidence disputes the verdict")
     signals = models.JSONField(default=list, blank=True, help_text="verdict quality signals (verifier/quality.py)")
     structural_model = models.ForeignKey("verifier.StructuralModel", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="runs", help_text="the embedding model that scored the triple")
