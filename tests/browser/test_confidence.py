@@ -52,7 +52,7 @@ def test_the_structural_model_strip_follows_training_to_ready_without_a_reload(b
     page = sign_in(browser_context, "vic", PASSWORD)
     page.goto("/")
     line = page.locator(f"#structure-status .structure-model[data-kg-id='{world_kg.pk}']")
-    assert "training 45% (epoch 40/300, validation MRR 0.351)" in line.inner_text()
+    assert "training 45% (epoch 40/300, held-out MRR 0.351)" in line.inner_text()
     assert line.locator("progress").is_visible()
     shoot(page, "structure-training")
     page.evaluate("window.__sameDocument = true")
@@ -60,5 +60,5 @@ def test_the_structural_model_strip_follows_training_to_ready_without_a_reload(b
     StructuralModel.objects.filter(pk=model.pk).update(status="ready", progress=1.0, stage="ready",
                                                        config={"kge": {"model": "ComplEx"}}, metrics={"validation": {"mrr": 0.43}})
     page.wait_for_selector(f"#structure-status .structure-model[data-kg-id='{world_kg.pk}'][data-state=ready]")
-    assert "ready: ComplEx, MRR 0.430" in line.inner_text() and line.locator("progress").is_hidden()
+    assert "ready: ComplEx, held-out MRR 0.430" in line.inner_text() and line.locator("progress").is_hidden()
     assert page.evaluate("window.__sameDocument") is True

@@ -378,7 +378,7 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
         if plateau is not None:
             plateau.step(scores["mrr"])
         progress(min(1.0, max(epochs / config.max_epochs, elapsed / budget)),
-                 f"epoch {epochs}/{config.max_epochs}, validation MRR {scores['mrr']:.3f}")
+                 f"epoch {epochs}/{config.max_epochs}, held-out MRR {scores['mrr']:.3f}")
         if stale >= config.patience:
             best.stopped_because = f"validation MRR did not improve for {stale} evaluations"
             break

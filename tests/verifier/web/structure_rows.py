@@ -14,7 +14,7 @@ def local_kg(name: str = "codex-s", version: int = 1) -> KnowledgeGraph:
     return KnowledgeGraph.objects.create(name=name, title=name.upper(), version=version, loaded_at=timezone.now())
 
 
-def training(kg: KnowledgeGraph, *, progress: float = 0.45, stage: str = "training: epoch 40/300, validation MRR 0.351",
+def training(kg: KnowledgeGraph, *, progress: float = 0.45, stage: str = "training: epoch 40/300, held-out MRR 0.351",
              beat_ago: timedelta = timedelta(seconds=3)) -> StructuralModel:
     now = timezone.now()
     return StructuralModel.objects.create(kg=kg, kg_version=kg.version, status=StructuralModel.Status.TRAINING, progress=progress,
