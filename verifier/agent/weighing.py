@@ -167,32 +167,32 @@ def decided(p_true: float) -> tuple[str, float]:
 Weigher = Callable[[], Weights | None]  # the weighing in force for this run, if one is fitted
 
 
-def _signals(evidence: Evidence) -> list[tuple[str, str]]:
-    """(signal, what it said, in words with its evidence keys) for every signal the run has."""
+def _signals(evidence: Evidence) -> list[tuple[str, str, str]]:
+    """(signal, what it said in words, its evidence keys) for every signal the run has."""
     said = []
     if evidence.structural_probability is not None:
-        said.append(("structural", f"structural probability {evidence.structural_probability:.2f} {_keys(evidence, 'structural')}"))
+        said.append(("structural", f"structural probability {evidence.structural_probability:.2f}", _keys(evidence, "structural")))
     if evidence.rule_probability is not None:
-        said.append(("rules", f"rule evidence {evidence.rule_probability:.2f} {_keys(evidence, 'rules')}"))
+        said.append(("rules", f"rule evidence {evidence.rule_probability:.2f}", _keys(evidence, "rules")))
     if evidence.reading_logit is not None:
         p_read = 1 / (1 + math.exp(-evidence.reading_logit))
-        said.append(("reading", f"the model's reading of the head's article ({p_read:.2f} for Correct) {_keys(evidence, 'reading')}"))
+        said.append(("reading", f"the model's reading of the head's article ({p_read:.2f} for Correct)", _keys(evidence, "reading")))
     for judgment in ("supports", "contradicts"):
         if evidence.reading.get(judgment):
             count = evidence.reading[judgment]
-            said.append((judgment, f"{count} sentence(s) judged to {judgment[:-1]} the claim {_keys(evidence, judgment)}"))
+            said.append((judgment, f"{count} sentence(s) judged to {judgment[:-1]} the claim", _keys(evidence, judgment)))
     if evidence.mentioned:
-        said.append(("mentioned", f"a sentence about one end of the claim naming the other {_keys(evidence, 'mentioned')}"))
+        said.append(("mentioned", "a sentence about one end of the claim naming the other", _keys(evidence, "mentioned")))
     if evidence.relevance:
-        said.append(("relevance", f"the closest sentence's relevance to the claim ({evidence.relevance:.2f})"))
+        said.append(("relevance", f"the closest sentence's relevance to the claim ({evidence.relevance:.2f})", ""))
     if evidence.agent_verdict:
-        said.append(("agent_verdict", f"the model's own answer ({evidence.agent_verdict.title()})"))
+        said.append(("agent_verdict", f"the model's own answer ({evidence.agent_verdict.title()})", ""))
     return said
 
 
 def unweighed(evidence: Evidence, weights: Weights) -> list[str]:
     """The signals the run has that ``weights`` give no weight: read, shown, but not part of the verdict."""
-    return [signal for signal, _ in _signals(evidence) if not weights.weighs(signal)]
+    return [signal for signal, _, _ in _signals(evidence) if not weights.weighs(signal)]
 
 
 def weighed_keys(evidence: Evidence, weights: Weights) -> list[str]:
@@ -204,8 +204,8 @@ def summary(evidence: Evidence, p_true: float, weights: Weights) -> str:
     """The weighed decision in words: the signals the weights weigh, citing their evidence keys, then those the
     run has that carry no weight (named without keys: they are not the verdict's evidence)."""
     said = _signals(evidence)
-    counted = [text.strip() for signal, text in said if weights.weighs(signal)]
-    ignored = [text.split(" [")[0].strip() for signal, text in said if not weights.weighs(signal)]
+    counted = [f"{words} {keys}".strip() for signal, words, keys in said if weights.weighs(signal)]
+    ignored = [words for signal, words, _ in said if not weights.weighs(signal)]
     text = f"weighing {', '.join(counted) or 'no signal (the prior alone)'} gives a probability of {p_true:.2f} that the triple is true"
     if ignored:
         model = f"confidence model #{weights.model_id}" if weights.model_id is not None else "this weighing"

@@ -51,6 +51,8 @@ def _probability_text(value, missing: str) -> str:
 
 def _reading_text(reading: dict) -> str:
     counts = {name: int(reading.get(name) or 0) for name in ("supports", "contradicts", "silent")}
+    if not any(counts.values()):
+        return "none judged"
     return f"{counts['supports']} supporting, {counts['contradicts']} contradicting, {counts['silent']} silent"
 
 

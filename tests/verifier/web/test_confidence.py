@@ -100,6 +100,10 @@ def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
     assert factors["agent_verdict"] == "Correct" and "not weighed" not in factors["reading"]
+    run.assessment = {**ASSESSMENT, "reading": {"supports": 0, "contradicts": 0, "silent": 0}, "keys": {}}  # sentences listed unjudged
+    run.save(update_fields=["assessment"])
+    factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
+    assert factors["reading"] == "none judged"
 
 
 def test_a_run_from_before_the_confidence_model_shows_its_confidence_and_nothing_invented(viewer, world):
