@@ -38,7 +38,7 @@ from verifier.agent.brief import BriefWriter, gather
 from verifier.agent.parsing import FinalAnswer, ParseError, Plan, cited_keys, parse_plan, parse_step
 from verifier.agent.port import EvidenceItem
 from verifier.agent.steps import AgentStep, spent
-from verifier.agent.weighing import probe_logit
+from verifier.agent.weighing import Weights, probe_logit
 
 if TYPE_CHECKING:
     from verifier.agent.llm import Completion
@@ -158,17 +158,17 @@ def trimmed(observation: str) -> str:
     return "\n".join(lines[:OBSERVATION_LINES] + [f"(… {len(lines) - OBSERVATION_LINES} more lines not shown)"])
 
 
-def weighed(inv: Investigation, *signals: str) -> bool:
+def weighed(weights: Weights | None, *signals: str) -> bool:
     """Whether what the model would say about ``signals`` (weighing.SIGNALS) can move the verdict: the weighing
     in force weighs one of them (or none is in force, and what the model says is its own evidence)."""
-    weights = inv.weigher() if inv.weigher is not None else None
     return weights is None or any(weights.weighs(signal) for signal in signals)
 
 
 def investigate(inv: Investigation) -> Iterator[AgentStep]:
     """All steps of a compact-profile investigation (see the module docstring)."""
-    judge = inv.config.judge_unweighed or weighed(inv, "supports", "contradicts")
-    yield from _brief(inv, judge=judge, read=weighed(inv, "reading"))
+    weights = inv.weigher() if inv.weigher is not None else None  # one lookup for both decisions
+    judge = inv.config.judge_unweighed or weighed(weights, "supports", "contradicts")
+    yield from _brief(inv, judge=judge, read=weighed(weights, "reading"))
     system = prompts.COMPACT_REACT_SYSTEM.format(abstain=prompts.ABSTAIN_RULE if inv.config.abstain else "")
     loop_request = prompts.compact_loop_request(inv.tool_list(), inv.config.t_max, inv.claim)
     messages: list[dict] = [{"role": "system", "content": system}]
