@@ -17,7 +17,9 @@ trees, as `train_kge` would choose.
 
 With ``--members K`` each configuration is trained K times (seeds seed, seed + 1, …) and the validation
 MRR of the ensemble that averages the members' log-probabilities is printed after each member, with the
-members' training minutes summed: whether averaging a few networks buys what one network cannot.
+members' training minutes summed: whether averaging a few networks buys what one network cannot. With
+``--ensemble`` the configurations given are the members, one network each: an ensemble of different kinds
+(KvsAll beside 1vsAll, ComplEx beside RESCAL) rather than of seeds.
 """
 
 from __future__ import annotations
@@ -97,6 +99,8 @@ def main() -> None:
     parser.add_argument("kg", help="name of a loaded KG")
     parser.add_argument("configs", nargs="+", help="JSON objects of KGEConfig settings over the default")
     parser.add_argument("--members", type=int, default=1, help="train each configuration this many times and report the ensemble")
+    parser.add_argument("--ensemble", action="store_true",
+                        help="average the configurations' networks, one each, as one ensemble of different kinds")
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
     data = training_data(kg)
@@ -107,11 +111,12 @@ def main() -> None:
     print(f"{kg.name}: {len(data.train):,} training triples, {len(data.calibration):,} in the calibration slice, "
           f"{0 if scored is None else len(scored):,} validation triples; default {base.to_dict()}", flush=True)
     filter_with = None if scored is None else np.concatenate([known, scored])
-    for text in args.configs:
-        config = replace(base, **json.loads(text))
+    runs = [(text, replace(base, **json.loads(text))) for text in args.configs]
+    groups = [runs] if args.ensemble else [[run] * args.members for run in runs]
+    for group in groups:
         summed, minutes = None, 0.0
-        for member in range(args.members):
-            member_config = replace(config, seed=config.seed + member)
+        for member, (text, config) in enumerate(group):
+            member_config = replace(config, seed=config.seed + (0 if args.ensemble else member))
             trained = kge.train(member_config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
                                 validation=data.calibration, known=known)
             minutes += trained.seconds / 60
@@ -120,7 +125,7 @@ def main() -> None:
             if scored is not None:
                 figures = kge.link_prediction(trained.model, scored, filter_with)
                 line += f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}"
-                if args.members > 1:
+                if len(group) > 1:
                     scores = log_probs(trained.model, scored)
                     summed = scores if summed is None else (summed[0] + scores[0], summed[1] + scores[1])
                     line += (f"; ensemble of {member + 1}: validation MRR "

@@ -60,6 +60,7 @@ class KGEConfig:
     relation_dropout: float = 0.05
     label_smoothing: float = 0.0
     regularize_weight: float = 0.0  # N3: the cubed moduli of the embeddings each batch uses (`_n3`)
+    init_std: float = 0.0  # the embeddings' initial standard deviation (normal); 0: Xavier-normal
     max_epochs: int = 300
     eval_every: int = 20
     patience: int = 2  # evaluations without a better MRR before stopping
@@ -80,8 +81,8 @@ class KGEConfig:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; one of {', '.join(LR_SCHEDULES)}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; one of {', '.join(PRECISIONS)}")
-        if self.regularize_weight < 0:
-            raise ValueError("regularize_weight must not be negative")
+        if self.regularize_weight < 0 or self.init_std < 0:
+            raise ValueError("regularize_weight and init_std must not be negative")
         if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
             raise ValueError("dim, max_epochs, eval_every and batch_size must be positive")
         if not 0 < self.lr_decay <= 1:
@@ -145,14 +146,15 @@ def build_model(config: KGEConfig, num_entities: int, num_relations: int):
 
     width = 2 * config.dim if config.model in COMPLEX_MODELS else config.dim
     relation_shape = (width, width) if config.model in MATRIX_RELATIONS else width
+    initial = {"initializer": "normal_", "initializer_kwargs": {"std": config.init_std}} if config.init_std \
+        else {"initializer": "xavier_normal_"}
     torch.manual_seed(config.seed)
     return ERModel(
         triples_factory=_kg_info(num_entities, num_relations),
         interaction=INTERACTIONS[config.model],
         loss="crossentropy",
-        entity_representations_kwargs={"shape": width, "initializer": "xavier_normal_",
-                                       "dropout": config.entity_dropout or None},
-        relation_representations_kwargs={"shape": relation_shape, "initializer": "xavier_normal_",
+        entity_representations_kwargs={"shape": width, **initial, "dropout": config.entity_dropout or None},
+        relation_representations_kwargs={"shape": relation_shape, **initial,
                                          "dropout": config.relation_dropout or None},
         random_seed=config.seed,
     )

@@ -365,3 +365,10 @@ def test_n3_penalises_the_cubed_moduli_of_what_each_batch_uses_and_shrinks_the_n
             assert trained.validation["mrr"] > 0.2, (train_type, weight)
             sizes[weight] = float(trained.model.entity_representations[0](indices=None).norm())
         assert sizes[0.2] < 0.8 * sizes[0.0], (train_type, sizes)
+
+
+def test_embeddings_start_from_a_normal_of_the_chosen_spread():
+    small = kge.build_model(replace(TINY, init_std=1e-3), 500, 4)
+    assert float(small.entity_representations[0](indices=None).detach().std()) == pytest.approx(1e-3, rel=0.1)
+    xavier = kge.build_model(TINY, 500, 4)
+    assert float(xavier.entity_representations[0](indices=None).detach().std()) > 0.03
