@@ -72,12 +72,14 @@ def queue_context_param(request: HttpRequest) -> str:
     return params.urlencode()
 
 
-def _filter_choices() -> dict:
-    relation_ids = VerificationTask.objects.values("relation_id").distinct()
+def _filter_choices(in_view) -> dict:
+    """What the filters offer: the graphs and relations of the tasks in view (the work queue's, the evaluations'
+    or all), the relations by graph."""
+    relations = Relation.objects.filter(pk__in=in_view.values("relation_id")).select_related("kg")
     return {
         "statuses": VerificationTask.Status.choices,
-        "kgs": list(KnowledgeGraph.objects.filter(tasks__isnull=False).distinct().order_by("name")),
-        "relations": list(Relation.objects.filter(pk__in=relation_ids).order_by("label", "external_id")),
+        "kgs": list(KnowledgeGraph.objects.filter(pk__in=in_view.values("kg_id")).order_by("name")),
+        "relations": list(relations.order_by("kg__name", "label", "external_id")),
         "verdicts": [*Verdict.choices, ("none", "No verdict yet")],
         "agreements": Agreement.choices,
         "disputed_choices": DISPUTED_CHOICES,
@@ -119,7 +121,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
     in_view = by_origin(VerificationTask.objects.all(), origin)
     status_counts = dict(in_view.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     context = {
-        **_filter_choices(),
+        **_filter_choices(in_view),
         "params": request.GET,
         "selected_statuses": [value for item in request.GET.getlist("status") for value in item.split(",")],
         "status_tabs": [(value, label, status_counts.get(value, 0)) for value, label in VerificationTask.Status.choices],

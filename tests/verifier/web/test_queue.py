@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from tests.verifier.web.run_pages import RunWorld, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in, upload  # noqa: F401  (autouse fixture)
-from verifier.models import AuditEvent, Review, Run, VerificationTask
+from verifier.models import AuditEvent, Entity, KnowledgeGraph, Relation, Review, Run, VerificationTask
 from verifier.queue_filters import filter_tasks
 from verifier.web.run_evidence import review_state
 
@@ -344,6 +344,29 @@ def test_the_audit_page_and_api_filter_alike_by_action_prefix_and_by_actor_name_
         page = [e.action for e in admin.get(reverse("audit-log"), params).context["page"].object_list]
         api = [e["action"] for e in admin.get("/api/audit/", params).json()["results"]]
         assert page == api == expected, action
+
+
+
+def test_the_filters_offer_the_graphs_and_relations_of_the_tasks_in_view_by_graph_name(queue):
+    VerificationTask.objects.filter(pk=queue.pending.pk).update(source="evaluation:codex-kge-400 (valid)")
+    other = KnowledgeGraph.objects.create(name="other-kg", title="Another KG")
+    unused = Relation.objects.create(kg=other, external_id="P31", label="instance of")
+    Relation.objects.create(kg=queue.world.kg, external_id="P999", label="never queued")
+
+    def offered(params=None):
+        context = queue.client.get(reverse("queue"), params or {}).context
+        return {kg.name for kg in context["kgs"]}, {relation.label for relation in context["relations"]}
+
+    # the work queue: its own relations only, not the evaluation's P27 nor relations no task has
+    assert offered() == ({"runs-kg"}, {"place of birth", "country"})
+    assert offered({"origin": "all"}) == ({"runs-kg"}, {"place of birth", "country", "country of citizenship"})
+    entity = Entity.objects.create(kg=other, external_id="Q1", label="Earth")
+    VerificationTask.objects.create(kg=other, head=entity, relation=unused, tail=entity)
+    kgs, relations = offered()
+    assert kgs == {"runs-kg", "other-kg"} and "instance of" in relations
+    page = queue.client.get(reverse("queue")).content.decode()
+    assert '<optgroup label="other-kg">' in page and '<optgroup label="runs-kg">' in page
+    assert f">instance of ({other.pk})<" not in page and ">instance of<" in page  # grouped by name, not id-suffixed
 
 
 # ---- work queue and evaluations, sources -------------------------------------------------------------
