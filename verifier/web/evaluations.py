@@ -19,8 +19,9 @@ ITEMS_PER_PAGE = 200
 @role_required(VIEWER)
 def evaluation_list(request: HttpRequest) -> HttpResponse:
     evaluations = list(Evaluation.objects.select_related("kg").order_by("-created_at", "-id")[:500])
-    rows = [{"evaluation": e, "benchmark": reports.benchmark_title(e),
-             "values": [reports.fmt(e.metrics.get(k)) if "n" in e.metrics else "" for k in ("accuracy", "f1", "precision", "recall")]}
+    rows = [{"evaluation": e, "benchmark": reports.benchmark_title(e), "interval": reports.accuracy_interval(e.metrics),
+             "values": [reports.fmt(e.metrics.get(k)) if "n" in e.metrics else "" for k in ("accuracy", "f1", "precision", "recall")],
+             "ece": reports.fmt(reports.value(e.metrics, "calibration.ece"), "ratio") if "n" in e.metrics else ""}
             for e in evaluations]
     suites = sorted({e.suite for e in evaluations if e.suite})
     return render(request, "verifier/evaluations/list.html", {"rows": rows, "suites": suites, "evaluations": evaluations})
@@ -33,6 +34,7 @@ def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = Paginator(reports.items(evaluation), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     headline = [{"heading": heading, "value": reports.fmt(reports.value(figures, key), kind)}
                 for key, heading, kind in reports.COMPARED]
+    headline.insert(1, {"heading": "Accuracy, 95% interval (over the triples)", "value": reports.accuracy_interval(figures)})
     confusion = [{"gold": gold, "counts": [figures["confusion"][gold][a] for a in metrics.ANSWER_CLASSES]}
                  for gold in ("true", "false")]
     return render(request, "verifier/evaluations/detail.html", {

@@ -109,3 +109,24 @@ def test_the_evaluate_command_headline_states_the_calibration_and_the_confident_
     assert "ECE" in line and "over 10 verdicts with a confidence" in line
     assert "confidence ≥ 0.90: 30.0% of verifications, 100.0% right (43.9–100.0)" in line
     assert "ECE" not in headline(_evaluation("no-confidence", with_confidence=False))
+
+
+def test_the_list_and_the_page_give_the_accuracys_interval_over_the_triples_and_the_ece(make_user):
+    from scipy.stats import binomtest
+
+    evaluation = _evaluation("calibrated")  # ten triples, one verdict each, 7 right
+    figures = evaluation.metrics
+    expected = binomtest(round(figures["accuracy"] * 10), 10).proportion_ci(method="wilson")
+    interval = f"{expected.low * 100:.1f}–{expected.high * 100:.1f}"
+    assert reports.accuracy_interval(figures) == interval
+    # repeats of a triple are not independent draws: the interval counts triples, so it is wider than over runs
+    repeated = {**figures, "n": 40, "triples": 10}
+    assert reports.accuracy_interval(repeated) == interval
+    assert reports.accuracy_interval({}) == "–"
+    client = Client()
+    client.force_login(make_user("viewer"))
+    listing = client.get("/evaluations/").content.decode()
+    assert f'<td class="num muted">{interval}</td>' in listing
+    assert f'<td class="num">{figures["calibration"]["ece"]:.3f}</td>' in listing
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert f"<tr><th>Accuracy, 95% interval (over the triples)</th><td class=\"num\">{interval}</td></tr>" in page
