@@ -102,6 +102,8 @@ def main() -> None:
     parser.add_argument("--ensemble", action="store_true",
                         help="average the configurations' networks, one each, as one ensemble of different kinds")
     args = parser.parse_args()
+    if args.ensemble and (args.members > 1 or len(args.configs) < 2):
+        parser.error("--ensemble averages one network of each configuration: give two or more, without --members")
     kg = KnowledgeGraph.objects.get(name=args.kg)
     data = training_data(kg)
     known = data.known
