@@ -29,7 +29,7 @@ class Unavailable:
 class Candidate:
     id: str
     label: str
-    probability: float  # the model's p(candidate | the other end, relation)
+    probability: float  # the model's p(candidate | the other end, relation); if not in the KG, its share of ``rest``
     in_kg: bool  # the KG states this alternative
 
 
@@ -38,6 +38,7 @@ class SideRanking:
     rank: int
     candidates: int
     alternatives: list[Candidate]
+    rest: float = 1.0  # the probability the KG's stated values leave (scoring.Ranked.rest)
 
 
 @dataclass
@@ -163,4 +164,4 @@ def _mined(kg: KnowledgeGraph) -> bool:
 def _side(ranked: scoring.Ranked, named: dict[int, tuple[str, str]], in_kg) -> SideRanking:
     """A ranking in external ids and labels; ``in_kg(row)``: the KG states that alternative."""
     alternatives = [Candidate(*named[row], probability, in_kg(row)) for row, probability in ranked.alternatives]
-    return SideRanking(ranked.rank, ranked.candidates, alternatives)
+    return SideRanking(ranked.rank, ranked.candidates, alternatives, ranked.rest)

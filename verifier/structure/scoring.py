@@ -54,7 +54,11 @@ def pack(model, entity_rows: np.ndarray, relation_rows: np.ndarray) -> bytes:
 class Ranked:
     rank: int  # 1 = the model's first choice among the candidates
     candidates: int
-    alternatives: list[tuple[int, float]] = field(default_factory=list)  # (entity row id, p(entity | …)) best first
+    # (entity row id, probability) best first: p(entity | …) for a value the KG states; for any other, its share of
+    # what the KG's stated values leave (a person with a recorded citizenship at 0.999 leaves 0.001, and the
+    # model's choice among the rest is read from that, as the new-value features read it)
+    alternatives: list[tuple[int, float]] = field(default_factory=list)
+    rest: float = 1.0  # the probability the KG's stated values (other than the claimed one) leave
 
 
 @dataclass
@@ -147,14 +151,6 @@ class LoadedModel:
                 out[(relation_row, side)] = indices[known]
         return out
 
-    def _ranked(self, log_probs: np.ndarray, target: int, candidates: np.ndarray) -> Ranked:
-        pool = np.union1d(candidates, [target])
-        scores = log_probs[pool]
-        order = pool[np.argsort(-scores, kind="stable")]
-        best = order[:ALTERNATIVES + 1]  # the target may be among them
-        alternatives = [(int(self.entity_rows[i]), float(np.exp(log_probs[i]))) for i in best if i != target][:ALTERNATIVES]
-        return Ranked(_rank(log_probs, target, candidates), len(pool), alternatives)
-
     def known_values(self, side: str) -> dict[tuple[int, int], np.ndarray]:
         """The KG's values of each relation as indices: side "tail": (head, relation) → its tails; "head":
         (relation, tail) → its heads. Read once per process."""
@@ -193,8 +189,12 @@ class LoadedModel:
         features = self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
         probability = None if self.calibration is None else self.calibration.probability(
             features[:self.calibrated_features], str(relation_row), self.folds.get((head_row, relation_row, tail_row)))
-        return Plausibility(probability, features, self._ranked(tail_lp, t, self.candidates(relation_row, "tail")),
-                            self._ranked(head_lp, h, self.candidates(relation_row, "head")), text)
+        none = np.empty(0, dtype=np.int64)
+        tail_side = _ranked(tail_lp, t, self.candidates(relation_row, "tail"), self.known_values("tail").get((h, r), none),
+                            self.entity_rows)
+        head_side = _ranked(head_lp, h, self.candidates(relation_row, "head"), self.known_values("head").get((r, t), none),
+                            self.entity_rows)
+        return Plausibility(probability, features, tail_side, head_side, text)
 
     def features(self, triples: np.ndarray) -> np.ndarray:
         """(n, len(FEATURES)) features of many row-id triples at once (calibration, evaluation)."""
@@ -218,18 +218,32 @@ class LoadedModel:
         return rule_features(rule_evidence(self._kg, head_row, relation_row, tail_row, limit=1))
 
 
+def _ranked(log_probs: np.ndarray, target: int, candidates: np.ndarray, stated: np.ndarray, entity_rows: np.ndarray) -> Ranked:
+    """The target's rank among the candidates and the model's best alternatives to it (Ranked). ``stated``: the KG's
+    values of the question (indices), the claimed one included or not; ``entity_rows``: row id of each index."""
+    pool = np.union1d(candidates, [target])
+    order = pool[np.argsort(-log_probs[pool], kind="stable")]
+    best = order[:ALTERNATIVES + 1]  # the target may be among them
+    left = _left(log_probs, target, stated)
+    alternatives = [(int(entity_rows[i]), float(np.exp(log_probs[i])) / (1.0 if i in stated else left))
+                    for i in best if i != target][:ALTERNATIVES]
+    return Ranked(_rank(log_probs, target, candidates), len(pool), alternatives, left)
+
+
 def _rank(log_probs: np.ndarray, target: int, candidates: np.ndarray) -> int:
     """1 + how many of the candidates the model prefers to ``target``."""
     return int((log_probs[candidates] > log_probs[target]).sum()) + 1
 
 
+def _left(log_probs: np.ndarray, target: int, known: np.ndarray) -> float:
+    """The probability the KG's known values other than ``target`` leave to every other entity."""
+    others = known[known != target]
+    return max(1.0 - float(np.exp(log_probs[others]).sum()), 1e-12) if len(others) else 1.0
+
+
 def _new_value_log_p(log_probs: np.ndarray, target: int, known: np.ndarray) -> float:
     """log p(target) in the softmax without the KG's other known values (they are not competitors)."""
-    others = known[known != target]
-    if not len(others):
-        return float(log_probs[target])
-    remaining = max(1.0 - float(np.exp(log_probs[others]).sum()), 1e-12)
-    return float(log_probs[target] - np.log(remaining))
+    return float(log_probs[target] - np.log(_left(log_probs, target, known)))
 
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
