@@ -14,8 +14,8 @@ REST_SHOWN = 0.99  # below this share left by the KG's stated values, the others
 
 
 def _alternatives(side: SideRanking) -> str:
-    """The model's alternatives. Where the KG's stated values take most of the probability, the others' are their
-    share of what is left ("Canada (0.62 of the rest)"): a stated value at 1.00 would show every other as 0.00."""
+    """The model's alternatives. Where the KG's stated values take more than 1% of the probability, the others' are
+    their share of what is left ("Canada (0.47 of the rest)"): a stated value at 1.00 would show every other as 0.00."""
     rest = " of the rest" if side.rest < REST_SHOWN else ""
     shown = [f"{c.label} ({c.probability:.2f}{', in the KG' if c.in_kg else rest})" for c in side.alternatives]
     return "; ".join(shown) or "none"
