@@ -194,6 +194,15 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def mcnemar_p(only_a: int, only_b: int) -> float:
+    """The exact McNemar test of two verifiers on the same triples: the two-sided binomial p of the split between
+    the triples only A got right and those only B got right (1.0 when they never disagree)."""
+    from scipy.stats import binomtest
+
+    disagreements = only_a + only_b
+    return float(binomtest(only_b, disagreements, 0.5).pvalue) if disagreements else 1.0
+
+
 MIN_FLAGGED = 10  # fewer verifications than this are too few to call an outcome degenerate
 ONE_ANSWER_SHARE = 0.95
 FAILED_SHARE = 0.10

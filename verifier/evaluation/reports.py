@@ -226,16 +226,25 @@ def comparison(a: Evaluation, b: Evaluation) -> dict:
                "only_a": sum(1 for k in shared if right_a[k] and not right_b[k]),
                "only_b": sum(1 for k in shared if right_b[k] and not right_a[k]),
                "both_wrong": sum(1 for k in shared if not right_a[k] and not right_b[k])}
+    triples["p"] = metrics.mcnemar_p(triples["only_a"], triples["only_b"])
     return {"rows": rows, "triples": triples}
+
+
+def paired_line(t: dict) -> str:
+    """The comparison over the verifications both made, with the exact McNemar test of their disagreements."""
+    if not t["shared"]:
+        return "The two share no verification (other triples or another benchmark), so they cannot be paired triple by triple."
+    verdict = "the two differ beyond chance" if t["p"] < 0.05 else "a difference this size may be chance"
+    return (f"On the {t['shared']} verifications both made: both right {t['both_right']}, only A right {t['only_a']}, "
+            f"only B right {t['only_b']}, both wrong {t['both_wrong']}. Exact McNemar test on the "
+            f"{t['only_a'] + t['only_b']} that only one got right: p = {t['p']:.2f} ({verdict}).")
 
 
 def comparison_markdown(a: Evaluation, b: Evaluation) -> str:
     data = comparison(a, b)
     lines = [f"| | A: {a.label} ({a.name}) | B: {b.label} ({b.name}) | B − A |", "|---|---|---|---|"]
     lines += [f"| {r['heading']} | {r['a']} | {r['b']} | {r['delta']} |" for r in data["rows"]]
-    t = data["triples"]
-    lines += ["", f"On the {t['shared']} verifications both made: both right {t['both_right']}, only A right {t['only_a']}, "
-                  f"only B right {t['only_b']}, both wrong {t['both_wrong']}."]
+    lines += ["", paired_line(data["triples"])]
     return "\n".join(lines)
 
 

@@ -82,7 +82,8 @@ def evaluation_compare(request: HttpRequest) -> HttpResponse:
     ids = (request.GET.get("a"), request.GET.get("b"))
     if all(i and i.isdigit() for i in ids):
         a, b = (get_object_or_404(Evaluation.objects.select_related("kg"), pk=int(i)) for i in ids)
-        context.update(a=a, b=b, comparison=reports.comparison(a, b),
+        comparison = reports.comparison(a, b)
+        context.update(a=a, b=b, comparison=comparison, paired=reports.paired_line(comparison["triples"]),
                        a_benchmark=reports.benchmark_title(a), b_benchmark=reports.benchmark_title(b))
     return render(request, "verifier/evaluations/compare.html", context)
 

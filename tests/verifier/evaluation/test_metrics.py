@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from verifier.evaluation.metrics import Outcome, classification, compute, confusion, entropy, per_relation, reliability
+from verifier.evaluation.metrics import Outcome, classification, compute, confusion, entropy, mcnemar_p, per_relation, reliability
 
 
 def outcome(triple, expected, verdict, *, relation="r", failed=False, **kwargs):
@@ -118,3 +118,11 @@ def test_a_sound_or_small_evaluation_is_not_flagged():
     false = [outcome(15 + i, False, "incorrect" if i < 12 else "correct") for i in range(15)]
     assert compute(true + false)["warnings"] == []
     assert compute([outcome(i, True, "correct") for i in range(5)])["warnings"] == []
+
+
+def test_mcnemar_p_is_the_exact_two_sided_test_of_the_disagreements():
+    # 73 triples only A got right against 55 only B got right: docs/structure.md's KvsAll against 1vsAll, p 0.13
+    assert mcnemar_p(73, 55) == pytest.approx(0.1329, abs=5e-4)
+    assert mcnemar_p(2, 0) == pytest.approx(0.5)  # two disagreements, both one way: chance half the time
+    assert mcnemar_p(0, 0) == 1.0
+    assert mcnemar_p(20, 3) < 0.05

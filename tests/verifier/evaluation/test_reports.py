@@ -130,3 +130,13 @@ def test_the_list_and_the_page_give_the_accuracys_interval_over_the_triples_and_
     assert f'<td class="num">{figures["calibration"]["ece"]:.3f}</td>' in listing
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert f"<tr><th>Accuracy, 95% interval (over the triples)</th><td class=\"num\">{interval}</td></tr>" in page
+
+
+def test_the_paired_line_tests_the_disagreements_and_says_when_there_is_nothing_to_pair():
+    line = reports.paired_line({"shared": 128, "both_right": 0, "only_a": 73, "only_b": 55, "both_wrong": 0,
+                                "p": metrics.mcnemar_p(73, 55)})
+    assert line.endswith("Exact McNemar test on the 128 that only one got right: p = 0.13 (a difference this size may be chance).")
+    assert "differ beyond chance" in reports.paired_line({"shared": 30, "both_right": 5, "only_a": 20, "only_b": 3,
+                                                          "both_wrong": 2, "p": metrics.mcnemar_p(20, 3)})
+    assert "share no verification" in reports.paired_line({"shared": 0, "both_right": 0, "only_a": 0, "only_b": 0,
+                                                           "both_wrong": 0, "p": 1.0})

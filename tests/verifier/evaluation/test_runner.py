@@ -123,6 +123,7 @@ def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg,
     assert chart["Content-Type"] == "image/svg+xml" and b"<svg" in chart.content
     compare = client.get(f"/evaluations/compare/?a={evaluation.pk}&b={other.pk}").content.decode()
     assert "Zero-shot" in compare and "CoT" in compare and "37.5" in compare
+    assert f'<p id="paired">{reports.paired_line(reports.comparison(evaluation, other)["triples"])}</p>' in compare
     suite = client.get("/evaluations/suite/world-table/")
     assert suite.status_code == 200 and b"configurations.svg" in suite.content
     # The API gives the same figures, and each verification with its run and gold label.
