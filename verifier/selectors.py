@@ -88,11 +88,6 @@ def ranking_quality(model: StructuralModel) -> tuple[str, float] | None:
     return None
 
 
-def validation_mrr(model: StructuralModel) -> float | None:
-    quality = ranking_quality(model)
-    return quality[1] if quality else None
-
-
 def model_summary(model: StructuralModel) -> str:
     """"ComplEx, validation MRR 0.383": the kind of embedding model and how well it ranks unseen triples."""
     kind = ((model.config or {}).get("kge") or {}).get("model") or "KGE"
@@ -101,8 +96,8 @@ def model_summary(model: StructuralModel) -> str:
 
 
 def _progress_text(model: StructuralModel) -> str:
-    """"training 45% (epoch 40/300, validation MRR 0.351)" from the row's progress and its stage text
-    ("training: epoch 40/300, validation MRR 0.351")."""
+    """"training 45% (epoch 40/300, held-out MRR 0.351)" from the row's progress and its stage text
+    ("training: epoch 40/300, held-out MRR 0.351")."""
     stage, _, detail = (model.stage or "").partition(": ")
     if model.status == StructuralModel.Status.QUEUED:
         return f"queued ({detail or 'waiting for a worker'})"
@@ -139,7 +134,7 @@ def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: Structur
         kg_id=kg.pk, kg=kg.name, kg_version=kg.version, state=state, ok=state not in ("failed", "stalled") or ready is not None,
         text=text, progress=1.0 if state == "ready" else (latest.progress if latest else 0.0),
         model_id=latest.pk if latest else None, ready_model_id=ready.pk if ready else None,
-        mrr=validation_mrr(ready) if ready else None,
+        mrr=quality[1] if ready and (quality := ranking_quality(ready)) else None,
     )
 
 
