@@ -6,7 +6,8 @@ without its data, a publish that failed after the commit or a queue purged by ha
 stalled-run sweep) each run queued for longer than QUEUED_GRACE_SECONDS is looked for in every queue of
 the broker and among the messages workers hold unacknowledged; a run found nowhere, twice a second apart
 (so a message moving from a queue to a worker is not taken for lost), is sent again. Evaluation runs are
-left to their harness, which re-queues them on `evaluate --resume`.
+left to their harness, which re-queues them on `evaluate --resume`, and a run waiting for a structural
+model's training has no message by design: the training's end sends it (verifier/runner.py).
 
 Only a Redis broker (the one KGV ships with) can be searched; with another the sweep logs that and stops.
 """
@@ -22,7 +23,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from verifier.models import Run
+from verifier.models import Run, StructuralModel
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +64,11 @@ def runs_in_broker() -> set[int] | None:
 
 
 def _waiting(cutoff) -> set[int]:
+    """Queued runs that should have a message: not an evaluation's, and not waiting for a training in flight
+    (one whose job stopped without ending is no longer waited for: the run is sent to look again)."""
+    training = [m.pk for m in StructuralModel.objects.in_flight() if not m.is_stale]
     return set(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff, evaluation_items__isnull=True)
-               .values_list("pk", flat=True))
+               .exclude(awaiting_model__in=training).values_list("pk", flat=True))
 
 
 def redeliver_lost_runs() -> list[int]:

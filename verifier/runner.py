@@ -27,6 +27,7 @@ from verifier.memory import bank
 from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
+from verifier.structure.training import training_to_await
 from verifier.wiring import build_llm, build_toolbox, settled_config
 
 logger = logging.getLogger(__name__)
@@ -106,8 +107,11 @@ def _persist(run: Run, seq: int, step: AgentStep) -> Step | None:
     return row
 
 
-def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step], None] | None = None) -> Run:
-    """Run the investigation of ``run_id`` to its end (see the module docstring)."""
+def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step], None] | None = None,
+                await_structure: bool = True) -> Run:
+    """Run the investigation of ``run_id`` to its end (see the module docstring). A run whose structural
+    evidence is being trained does not start: it stays queued, ``awaiting_model`` names the training, and the
+    training's end sends it again (``await_structure=False``: start regardless; the caller waited itself)."""
     with transaction.atomic():
         # of=("self",): lock the run row only. A plain FOR UPDATE also locks every joined row, and all runs of a
         # KG join its one KnowledgeGraph row, so runs starting together queued behind each other's first commit.
@@ -123,12 +127,39 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
                 status=VerificationTask.Status.PENDING)
             publish_run_status(run)
             return run
-        run.status, run.started_at = Run.Status.RUNNING, timezone.now()
+        if await_structure and (awaited := _training_to_await(run)) is not None:
+            run.awaiting_model = awaited
+            run.save(update_fields=["awaiting_model"])
+            publish_run_status(run)
+            return run
+        run.status, run.started_at, run.awaiting_model = Run.Status.RUNNING, timezone.now(), None
         run.heartbeat_at = run.started_at
         run.save()
         VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
     with _Heartbeat(run.pk):
         return _investigate(run, llm, on_step)
+
+
+def _training_to_await(run: Run):
+    """The structural model's training this run must wait for, if its configuration uses the structure."""
+    if not AgentConfig.from_dict(run.config).uses_structure:
+        return None
+    task = run.task
+    return training_to_await(task.kg, (task.head_id, task.relation_id, task.tail_id), since=run.created_at)
+
+
+def release_awaiting(model_id: int) -> list[int]:
+    """Send again every queued run that waited for this training, now ended however it ended: each checks
+    afresh whether there is still something to wait for. Returns their ids."""
+    from verifier.tasks import run_verification  # tasks imports this module: resolved when dispatched
+
+    with transaction.atomic():
+        released = list(Run.objects.select_for_update().filter(status=Run.Status.QUEUED, awaiting_model_id=model_id)
+                        .values_list("pk", flat=True))
+        Run.objects.filter(pk__in=released).update(awaiting_model=None)
+        for run_id in released:
+            transaction.on_commit(lambda run_id=run_id: run_verification.delay(run_id))
+    return released
 
 
 def _investigate(run: Run, llm: LLM | None, on_step) -> Run:

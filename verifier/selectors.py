@@ -199,11 +199,25 @@ def run_pace() -> RunPace:
 
 
 def queue_position(run: Run) -> int | None:
-    """1 for the next run a worker will take, … ; None unless the run is queued (workers take runs in order)."""
-    if run.status != Run.Status.QUEUED:
+    """1 for the next run a worker will take, … ; None unless the run is queued for a worker (workers take runs
+    in order; runs waiting for a structural model's training are not in that line)."""
+    if run.status != Run.Status.QUEUED or run.awaiting_model_id:
         return None
-    return Run.objects.filter(status=Run.Status.QUEUED).filter(
+    return Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=True).filter(
         Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)).count() + 1
+
+
+def awaited_training(run: Run) -> str:
+    """What a queued run waits for when it waits for a structural model's training (verifier/runner.py)."""
+    if run.status != Run.Status.QUEUED or not run.awaiting_model_id:
+        return ""
+    model = StructuralModel.objects.defer(*HEAVY_FIELDS).filter(pk=run.awaiting_model_id).first()
+    if model is None:
+        return ""
+    state = f"{model.get_status_display().lower()}, {model.progress:.0%}" if model.status in (model.Status.QUEUED, model.Status.TRAINING) \
+        else model.get_status_display().lower()
+    return (f"Waits for structural model #{model.pk} of {run.task.kg.name} ({state}), trained without the triples "
+            "queued for verification: the verdict rests on it. The run starts when the training ends.")
 
 
 MEMORY_TEXT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "provenance")

@@ -93,6 +93,7 @@
     $("run-status").textContent = STATUS_LABELS[run.status] || run.status;
     $("run-status").dataset.status = run.status;
     if ($("queue-position") && run.status !== "queued") $("queue-position").remove();
+    if ($("awaiting-model") && run.status !== "queued") $("awaiting-model").remove();
     page.dataset.status = run.status;
     figures.prompt = run.prompt_tokens;
     figures.completion = run.completion_tokens;

@@ -37,6 +37,7 @@ MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules",
 # Baselines that decide from one structural tool's calibrated probability, without a language model.
 STRUCTURAL_MODES = {"kge": "KG_Plausibility", "rules": "KG_Rules"}
 MODEL_FREE_MODES = (*STRUCTURAL_MODES, "evidence")
+MODEL_ONLY_MODES = ("zero-shot", "cot", "self-consistency")  # the model alone, no tool
 STOP = ["Observation:", "\nObservation", "[Observation]"]
 PROFILES = ("paper", "compact")
 
@@ -69,6 +70,11 @@ class AgentConfig:
     judge_unweighed: bool = False
     samples: int = 5  # self-consistency
     sample_temperature: float = 0.7
+
+    @property
+    def uses_structure(self) -> bool:
+        """Whether the structural model bears on the verdict (every mode but the model-only baselines)."""
+        return self.structural_tools and self.mode not in MODEL_ONLY_MODES
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

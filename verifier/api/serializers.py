@@ -193,6 +193,15 @@ class StructuralModelRefSerializer(serializers.Serializer):
     description = serializers.CharField(read_only=True, help_text='e.g. "ComplEx model #4 of codex-s v2"')
 
 
+class TrainingRefSerializer(serializers.Serializer):
+    """A structural model's training that a queued run waits for before it starts."""
+
+    id = serializers.IntegerField(read_only=True)
+    status = serializers.CharField(read_only=True, help_text="queued, training, ready or failed")
+    progress = serializers.FloatField(read_only=True, help_text="0–1, of the whole job")
+    stage = serializers.CharField(read_only=True)
+
+
 class AssessmentSerializer(serializers.Serializer):
     """What a run's confidence was computed from; ``{}`` on runs older than the confidence model."""
 
@@ -220,12 +229,14 @@ class RunSerializer(serializers.ModelSerializer):
     created_by = UserRefSerializer(read_only=True, allow_null=True)
     assessment = serializers.SerializerMethodField()
     structural_model = StructuralModelRefSerializer(read_only=True, allow_null=True)
+    awaiting_model = TrainingRefSerializer(read_only=True, allow_null=True,
+                                           help_text="a queued run waits for this structural model's training to start")
 
     class Meta:
         model = Run
         fields = ["id", "task", "triple", "status", "verdict", "confidence", "disputed", "signals", "assessment", "structural_model",
-                  "model", "config", "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_by", "created_at",
-                  "started_at", "finished_at"]
+                  "awaiting_model", "model", "config", "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_by",
+                  "created_at", "started_at", "finished_at"]
         read_only_fields = fields
 
     def get_triple(self, run) -> str:

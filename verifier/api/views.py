@@ -130,8 +130,9 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return s.RunSerializer if self.action == "list" else s.RunDetailSerializer
 
     def get_queryset(self):
-        runs = (Run.objects.select_related("task__head", "task__relation", "task__tail", "created_by", "structural_model__kg")
-                .defer(*(f"structural_model__{name}" for name in HEAVY_FIELDS)))
+        runs = (Run.objects.select_related("task__head", "task__relation", "task__tail", "created_by", "structural_model__kg",
+                                   "awaiting_model")
+                .defer(*(f"{model}__{name}" for model in ("structural_model", "awaiting_model") for name in HEAVY_FIELDS)))
         if self.action == "list":
             params = self.request.query_params
             if task := params.get("task"):

@@ -106,7 +106,8 @@ def _verified(claim: Claim, item: BenchmarkClaim, llm, config, spent: float) -> 
         return ClaimResult(item.line, item.category, item.label, "failed", None, False if item.entities else None,
                            time.perf_counter() - started, claim.pk)
     for run in start_part_runs(claim, config=config, queue=False):
-        execute_run(run.pk, llm=llm if config.get("mode", "agent") not in MODEL_FREE_MODES else None)
+        execute_run(run.pk, llm=llm if config.get("mode", "agent") not in MODEL_FREE_MODES else None,
+                    await_structure=False)  # the caller trained the structural model without the parts
     verdict = outcome(claim)
     named = {row[side] for row in claim.subgraph for side in ("head", "tail") if not is_unknown(row[side])}
     gold = None if not item.entities else set(item.entities) <= named

@@ -94,6 +94,9 @@ class Run(models.Model):
     signals = models.JSONField(default=list, blank=True, help_text="verdict quality signals (verifier/quality.py)")
     structural_model = models.ForeignKey("verifier.StructuralModel", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="runs", help_text="the embedding model that scored the triple")
+    awaiting_model = models.ForeignKey("verifier.StructuralModel", null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="awaiting_runs",
+                                       help_text="a queued run waits for this training before it starts")
     error = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)

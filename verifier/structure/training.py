@@ -24,7 +24,7 @@ from verifier.structure import kge
 from verifier.structure.dataset import TrainingData, training_data
 from verifier.structure.fitting import calibrate_structural
 from verifier.structure.rules import mine_rules
-from verifier.structure.scoring import pack
+from verifier.structure.scoring import pack, trained_on
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,7 @@ def request_training(kg: KnowledgeGraph, *, reason: str = "", config: dict | Non
         return None
     with transaction.atomic():
         KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)  # one request at a time per KG
-        live = [m for m in StructuralModel.objects.filter(kg=kg).in_flight() if not m.is_stale]
-        if live:
+        if _live_job(kg) is not None:
             return None
         row = StructuralModel.objects.create(kg=kg, kg_version=kg.version, stage=f"queued: {reason}" if reason else "queued",
                                              config={"kge": config or {}})
@@ -57,28 +56,36 @@ def request_training(kg: KnowledgeGraph, *, reason: str = "", config: dict | Non
     return row
 
 
+def _live_job(kg: KnowledgeGraph) -> StructuralModel | None:
+    """The KG's training job queued or running, unless its worker stopped giving signs of life."""
+    return next((m for m in StructuralModel.objects.filter(kg=kg).in_flight().order_by("id") if not m.is_stale), None)
+
+
 def ensure_model(kg: KnowledgeGraph, *, reason: str) -> StructuralModel | None:
     """The KG's ready model of its current version, else a training job requested (None if one is running)."""
     return StructuralModel.objects.ready_for(kg) or request_training(kg, reason=reason)
 
 
-def wait_for_model(kg: KnowledgeGraph, *, log=print, poll: float = 5.0) -> StructuralModel | None:
-    """Before an evaluation: the KG's ready model; a job in flight is waited for, and with none in flight
-    the model is trained here (a SPARQL KG has none: None)."""
+def wait_for_model(kg: KnowledgeGraph, *, triple: tuple[int, int, int] | None = None, log=print,
+                   poll: float = 5.0) -> StructuralModel | None:
+    """Before an evaluation, or a verification of ``triple`` (row ids, queued) in this process: the KG's ready
+    model — for ``triple``, one that did not learn it. A job in flight is waited for; with none in flight the
+    model is trained here (a SPARQL KG has none: None)."""
     if kg.kind != KnowledgeGraph.Kind.LOCAL:
         return None
     reported = -1.0
     while True:
         ready = StructuralModel.objects.ready_for(kg)
-        if ready is not None:
+        if ready is not None and (triple is None or not trained_on(ready, *triple)):
             return ready
-        live = [m for m in StructuralModel.objects.filter(kg=kg).in_flight() if not m.is_stale]
-        if not live:
-            log(f"Training the structural model of {kg.name} first (manage.py train_kge; progress at /health/)…")
+        live = _live_job(kg)
+        if live is None:
+            why = "without this triple, which the ready one learnt," if ready is not None else "first"
+            log(f"Training the structural model of {kg.name} {why} here (minutes; progress at /health/)…")
             return train(kg)
-        if live[0].progress - reported >= 0.1:
-            reported = live[0].progress
-            log(f"Waiting for the structural model of {kg.name}: {live[0].progress:.0%} ({live[0].stage})")
+        if live.progress - reported >= 0.1:
+            reported = live.progress
+            log(f"Waiting for structural model #{live.pk} of {kg.name}: {live.progress:.0%} ({live.stage})")
         time.sleep(poll)
 
 
@@ -89,6 +96,26 @@ def retrain_if_learnt(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -
     if not learnt:
         return None
     return request_training(kg, reason=f"{len(learnt)} newly queued triple(s) were in the training set")
+
+
+def training_to_await(kg: KnowledgeGraph, triple: tuple[int, int, int], *, since) -> StructuralModel | None:
+    """The training job a verification of ``triple`` (row ids) should wait for before it starts, else None.
+
+    The structural evidence is what a verdict rests on, so a run does not start while the model that can
+    score its triple is being made: the KG's first model, or — when the ready model learnt this very triple
+    (a flagged KG fact) — a model trained without it, requested here if none is in flight. A run waits for
+    one attempt only: when a job requested after ``since`` (the run's creation) failed, it starts without."""
+    if kg.kind != KnowledgeGraph.Kind.LOCAL or kg.version == 0:
+        return None
+    live = _live_job(kg)
+    ready = StructuralModel.objects.ready_for(kg)
+    if ready is None or not trained_on(ready, *triple):
+        return live if ready is None else None
+    if live is not None:
+        return live
+    if StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.FAILED, created_at__gte=since).exists():
+        return None
+    return request_training(kg, reason="a queued triple was in the training set")
 
 
 def learnt_triples(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> set[tuple[int, int, int]]:
@@ -189,13 +216,22 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.FAILED, finished_at=timezone.now(),
                                                          error=f"{type(exc).__name__}: {exc}"[:2000],
                                                          stage="failed")
+        _release_runs(row)
         if isinstance(exc, TrainingError | ValueError):
             raise TrainingError(str(exc)) from exc
         raise TrainingError(f"training failed: {exc}\n{traceback.format_exc(limit=3)}") from exc
     with transaction.atomic():
         _make_current(kg, row)
+    _release_runs(row)
     row.refresh_from_db()
     return row
+
+
+def _release_runs(row: StructuralModel) -> None:
+    """The runs that waited for this job start now (verifier/runner.py)."""
+    from verifier.runner import release_awaiting  # the runner imports this module
+
+    release_awaiting(row.pk)
 
 
 def _make_current(kg: KnowledgeGraph, row: StructuralModel) -> None:

@@ -7,10 +7,12 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier.agent.loop import MODEL_FREE_MODES, MODES
+from verifier.agent.loop import MODEL_FREE_MODES, MODES, AgentConfig
 from verifier.models import KnowledgeGraph, Run, Step, VerificationTask
 from verifier.runner import execute_run
+from verifier.selectors import awaited_training
 from verifier.services import start_run
+from verifier.structure.training import TrainingError, wait_for_model
 from verifier.wiring import query_triple
 
 LABELS = {"plan": "PLAN", "thought": "Thought", "action": "Action", "observation": "Observation", "verdict": "VERDICT"}
@@ -53,6 +55,8 @@ class Command(BaseCommand):
             config["profile"] = options["profile"]
         if options["t_max"]:
             config["t_max"] = options["t_max"]
+        if not options["queue"] and AgentConfig.from_dict(config).uses_structure:
+            self._structure_for(kg, [task])
         try:
             run = start_run(task=task, config=config, queue=options["queue"])
         except ValueError as exc:
@@ -66,7 +70,7 @@ class Command(BaseCommand):
 
             if options["mode"] not in MODEL_FREE_MODES:
                 provide_local_llm()  # no LLM_BASE_URL: the embedded local model, stopped when this command ends
-            run = execute_run(run.pk, on_step=self._print)
+            run = execute_run(run.pk, on_step=self._print, await_structure=False)
         run.refresh_from_db()
         if run.status != Run.Status.SUCCEEDED:
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")
@@ -81,18 +85,31 @@ class Command(BaseCommand):
         if run.disputed:
             self.stdout.write(run.assessment.get("disputed_reason", ""))
 
+    def _structure_for(self, kg: KnowledgeGraph, tasks: list[VerificationTask]) -> None:
+        """Before runs in this process are created: the structural model their verdicts rest on, one that did not
+        learn their triples (waited for, or trained here). A queued run left waiting meanwhile would be taken for
+        lost and sent to a worker."""
+        try:
+            for task in tasks:
+                wait_for_model(kg, triple=(task.head_id, task.relation_id, task.tail_id), log=self.stdout.write)
+        except TrainingError as exc:
+            raise CommandError(f"{exc} (--no-structural-tools verifies without the structural model)") from None
+
     def _print(self, step: Step) -> None:
         body = step.content if len(step.content) < 2000 else step.content[:2000] + " …"
         timing = f" ({step.duration_ms} ms)" if step.duration_ms else ""
         self.stdout.write(f"[{step.seq}] {LABELS[step.kind]}{timing}: {body}")
 
     def _follow(self, run: Run) -> Run:
-        seen = 0
+        seen, waiting = 0, ""
         while True:
             for step in Step.objects.filter(run=run, seq__gt=seen).order_by("seq"):
                 self._print(step)
                 seen = step.seq
             run.refresh_from_db()
+            if (text := awaited_training(run)) and text.split(" (")[0] != waiting:
+                waiting = text.split(" (")[0]
+                self.stdout.write(text)
             if run.is_finished:
                 return run
             time.sleep(0.3)

@@ -9,6 +9,7 @@ from verifier.agent.loop import MODES
 from verifier.claims.service import ClaimError, decompose_claim, outcome, part_text, start_part_runs, submit_claim
 from verifier.models import Claim, KnowledgeGraph, Run
 from verifier.runner import execute_run
+from verifier.structure.training import TrainingError, wait_for_model
 from verifier.wiring import build_llm
 
 CLAIM_MODES = tuple(m for m in MODES if m in ("agent", "reading", "evidence", "kge", "rules"))
@@ -45,8 +46,13 @@ class Command(BaseCommand):
             candidates = ", ".join(f"{label} ({score:.2f})" for _, label, score in found["candidates"]) or "none"
             self.stdout.write(f"{unknown} → {found['label'] or 'no entity of the KG'}; candidates: {candidates}")
         mode = options["mode"]
+        try:  # the parts' verdicts rest on a structural model that did not learn them: waited for, or trained here
+            for part in claim.parts.select_related("task"):
+                wait_for_model(kg, triple=(part.task.head_id, part.task.relation_id, part.task.tail_id), log=self.stdout.write)
+        except TrainingError as exc:
+            raise CommandError(f"claim {claim.pk}: {exc}") from None
         for run in start_part_runs(claim, config={"mode": mode}, queue=False, rerun=options["rerun"]):
-            run = execute_run(run.pk, llm=None if mode != "agent" else llm)
+            run = execute_run(run.pk, llm=None if mode != "agent" else llm, await_structure=False)
             status = run.get_verdict_display() if run.status == Run.Status.SUCCEEDED else f"{run.status}: {run.error}"
             self.stdout.write(f"Run {run.pk} ({run.task.head.label} — {run.task.relation.label} — {run.task.tail.label}): {status}")
         for row in claim.subgraph:
