@@ -27,7 +27,7 @@ from verifier.models import (
 )
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.realtime.publish import publish_run_status
-from verifier.structure.training import retrain_if_learnt
+from verifier.structure.training import learnt_triples, request_training
 from verifier.tasks import run_verification
 
 
@@ -48,6 +48,7 @@ class TaskImportReport:
     already_queued: int
     lines: int
     skipped: list = field(default_factory=list)  # the bad rows (kg.sources.Problem) left out by skip_invalid
+    learnt: int = 0  # triples the ready structural model was trained with: their runs wait for a model without them
 
 
 def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_invalid: bool = False) -> TaskImportReport:
@@ -77,7 +78,10 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
         created = VerificationTask.objects.filter(kg=kg).count() - before
 
-        transaction.on_commit(lambda: retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks]))
+        triples = [(t.head_id, t.relation_id, t.tail_id) for t in tasks]
+        learnt = len(learnt_triples(kg, triples))
+        if learnt:
+            transaction.on_commit(lambda: request_training(kg, reason=f"{learnt} newly queued triple(s) were in the training set"))
         record_audit(
             actor=actor,
             action="tasks.import",
@@ -85,7 +89,7 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
             after={"file": str(path), "created": created, "rows": len(resolved), "rejected": len(problems)},
         )
     return TaskImportReport(created=created, already_queued=len(resolved) - created, lines=len(rows),
-                            skipped=sorted(problems, key=lambda p: p.line))
+                            skipped=sorted(problems, key=lambda p: p.line), learnt=learnt)
 
 
 def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):

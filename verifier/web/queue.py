@@ -282,7 +282,10 @@ def _confirm_preview(request: HttpRequest) -> HttpResponse:
 
 def _imported(request: HttpRequest, kg: KnowledgeGraph, report: services.TaskImportReport) -> HttpResponse:
     messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
-                              + (f"; {report.already_queued} were already queued." if report.already_queued else "."))
+                              + (f"; {report.already_queued} were already queued." if report.already_queued else ".")
+                              + (f" {report.learnt} are facts the structural model was trained with: a model trained "
+                                 "without them is being made (minutes; the status strip shows how far), and their "
+                                 "runs wait for it." if report.learnt else ""))
     return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
 
 

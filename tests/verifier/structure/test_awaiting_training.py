@@ -12,7 +12,7 @@ from verifier.agent.loop import AgentConfig
 from verifier.models import HeldOutTriple, Run, StructuralModel, VerificationTask
 from verifier.redelivery import _waiting
 from verifier.runner import execute_run, release_awaiting
-from verifier.services import start_run
+from verifier.services import import_flagged_triples, start_run
 from verifier.structure.training import training_to_await
 
 pytestmark = pytest.mark.django_db
@@ -109,3 +109,21 @@ def test_only_runs_that_use_the_structure_wait():
     assert AgentConfig.from_dict({"mode": "agent"}).uses_structure
     assert not AgentConfig.from_dict({"mode": "agent", "structural_tools": False}).uses_structure
     assert not any(AgentConfig.from_dict({"mode": mode}).uses_structure for mode in ("zero-shot", "cot", "self-consistency"))
+
+
+def test_importing_facts_the_model_learnt_says_so_and_requests_the_training(towns, tmp_path,
+                                                                            django_capture_on_commit_callbacks):
+    kg, triples, _ = towns
+    fact = next(t for t in triples if t[1] == "citizen_of")
+    stated = set(triples)
+    unstated = next(("P0", "born_in", city) for city in (f"T{i}" for i in range(32)) if ("P0", "born_in", city) not in stated)
+    path = tmp_path / "flagged.tsv"
+    path.write_text("\n".join("\t".join(t) for t in (fact, unstated)) + "\n")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        report = import_flagged_triples(kg=kg, path=path)
+    assert (report.created, report.learnt) == (2, 1)
+    assert not StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.QUEUED).exists()  # not before commit
+    for callback in callbacks:
+        callback()
+    job = StructuralModel.objects.get(kg=kg, status=StructuralModel.Status.QUEUED)
+    assert "1 newly queued triple(s) were in the training set" in job.stage
