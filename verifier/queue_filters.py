@@ -27,10 +27,11 @@
 ``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
 =============== ======================================================================================
 
-Every returned task carries the annotations ``latest_run_id``, ``latest_run_status`` (its newest run of
-any status), ``verdict``, ``confidence``, ``disputed``, ``disputed_reason`` and ``signals`` (its newest run
-with a verdict) and ``agreement`` (an ``Agreement`` value). A value that cannot be understood raises
-QueueFilterError naming the parameter.
+Every returned task carries the annotations ``latest_run_id``, ``latest_run_status`` and
+``latest_run_awaiting`` (the training that run waits for; its newest run of any status), ``verdict``,
+``confidence``, ``disputed``, ``disputed_reason`` and ``signals`` (its newest run with a verdict) and
+``agreement`` (an ``Agreement`` value). A value that cannot be understood raises QueueFilterError naming
+the parameter.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def annotate_latest(queryset: QuerySet) -> QuerySet:
     return queryset.annotate(
         latest_run_id=Subquery(runs.values("id")[:1]),
         latest_run_status=Subquery(runs.values("status")[:1]),
+        latest_run_awaiting=Subquery(runs.values("awaiting_model")[:1]),
         verdict=Subquery(with_verdict.values("verdict")[:1]),
         confidence=Subquery(with_verdict.values("confidence")[:1]),
         disputed=Subquery(with_verdict.values("disputed")[:1]),

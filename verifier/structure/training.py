@@ -73,7 +73,7 @@ def wait_for_model(kg: KnowledgeGraph, *, triple: tuple[int, int, int] | None = 
     model is trained here (a SPARQL KG has none: None)."""
     if kg.kind != KnowledgeGraph.Kind.LOCAL:
         return None
-    reported = -1.0
+    waiting: tuple[int, Report] | None = None
     while True:
         ready = StructuralModel.objects.ready_for(kg)
         if ready is not None and (triple is None or not trained_on(ready, *triple)):
@@ -81,12 +81,26 @@ def wait_for_model(kg: KnowledgeGraph, *, triple: tuple[int, int, int] | None = 
         live = _live_job(kg)
         if live is None:
             why = "without this triple, which the ready one learnt," if ready is not None else "first"
-            log(f"Training the structural model of {kg.name} {why} here (minutes; progress at /health/)…")
-            return train(kg)
-        if live.progress - reported >= 0.1:
-            reported = live.progress
-            log(f"Waiting for structural model #{live.pk} of {kg.name}: {live.progress:.0%} ({live.stage})")
+            log(f"Training the structural model of {kg.name} {why} here (minutes)…")
+            return train(kg, report=_every_tenth(log))
+        if waiting is None or waiting[0] != live.pk:
+            waiting = (live.pk, _every_tenth(log))
+            log(f"Waiting for structural model #{live.pk} of {kg.name}, trained by a worker (progress also at /health/)…")
+        waiting[1](live.progress, live.stage)
         time.sleep(poll)
+
+
+def _every_tenth(log) -> Report:
+    """A progress report for a log: a line each time another tenth of the job is done."""
+    reported = -1.0
+
+    def report(fraction: float, text: str) -> None:
+        nonlocal reported
+        if fraction - reported >= 0.1:
+            reported = fraction
+            log(f"  {fraction:.0%} {text}")
+
+    return report
 
 
 def retrain_if_learnt(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> StructuralModel | None:

@@ -13,7 +13,7 @@ from verifier.models import HeldOutTriple, Run, StructuralModel, VerificationTas
 from verifier.redelivery import _waiting
 from verifier.runner import execute_run, release_awaiting
 from verifier.services import import_flagged_triples, start_run
-from verifier.structure.training import training_to_await
+from verifier.structure.training import training_to_await, wait_for_model
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +127,33 @@ def test_importing_facts_the_model_learnt_says_so_and_requests_the_training(town
         callback()
     job = StructuralModel.objects.get(kg=kg, status=StructuralModel.Status.QUEUED)
     assert "1 newly queued triple(s) were in the training set" in job.stage
+
+
+def test_a_command_waits_for_the_training_in_flight_then_takes_the_model_without_the_triple(towns):
+    kg, triples, ready = towns
+    rows = _rows(kg, *next(t for t in triples if t[1] == "citizen_of"))
+    _task(kg, rows)
+    job = StructuralModel.objects.create(kg=kg, kg_version=kg.version, status=StructuralModel.Status.TRAINING, progress=0.42,
+                                         stage="training: epoch 7/300", heartbeat_at=timezone.now())
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if len(lines) == 2:  # the worker finishes while the command waits: a model trained without the triple
+            StructuralModel.objects.filter(pk=ready.pk).update(status=StructuralModel.Status.SUPERSEDED)
+            StructuralModel.objects.filter(pk=job.pk).update(status=StructuralModel.Status.READY, progress=1.0)
+            HeldOutTriple.objects.create(model=job, head_id=rows[0], relation_id=rows[1], tail_id=rows[2], reason="queued")
+
+    assert wait_for_model(kg, triple=rows, log=log, poll=0) == job
+    assert lines == [f"Waiting for structural model #{job.pk} of {kg.name}, trained by a worker (progress also at /health/)…",
+                     "  42% training: epoch 7/300"]
+
+
+def test_the_queue_row_of_a_waiting_run_says_what_it_waits_for(towns, client, make_user):
+    kg, triples, _ = towns
+    rows = _rows(kg, *next(t for t in triples if t[1] == "citizen_of"))
+    run = start_run(task=_task(kg, rows), config={"mode": "evidence"}, queue=False)
+    execute_run(run.pk, llm=object())
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("queue")).content.decode()
+    assert f'href="/runs/{run.pk}/">waiting for the structural model…</a>' in page
