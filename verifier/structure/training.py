@@ -41,7 +41,9 @@ class TrainingError(RuntimeError):
 
 
 def request_training(kg: KnowledgeGraph, *, reason: str = "", config: dict | None = None) -> StructuralModel | None:
-    """Queue a job for the KG's current version unless one is already queued or running (returned None)."""
+    """Queue a job for the KG's current version unless one is already queued or running (returned None). Without
+    ``config`` it trains what the ready model was trained with (a retraining without newly queued triples must
+    not change the kind of model), else the default."""
     if kg.kind != KnowledgeGraph.Kind.LOCAL or kg.version == 0:
         return None
     with transaction.atomic():
@@ -49,11 +51,25 @@ def request_training(kg: KnowledgeGraph, *, reason: str = "", config: dict | Non
         if _live_job(kg) is not None:
             return None
         row = StructuralModel.objects.create(kg=kg, kg_version=kg.version, stage=f"queued: {reason}" if reason else "queued",
-                                             config={"kge": config or {}})
+                                             config={"kge": config if config is not None else _current_config(kg)})
         from verifier.tasks import train_structural_model  # tasks imports this module: resolved when dispatched
 
         transaction.on_commit(lambda: train_structural_model.delay(row.pk))
     return row
+
+
+def _current_config(kg: KnowledgeGraph) -> dict:
+    """The KGE settings of the KG's ready model ({} — the default — when there is none, or when they no longer
+    make a configuration of this version of KGV)."""
+    ready = StructuralModel.objects.ready_for(kg)
+    settings = (ready.config or {}).get("kge") or {} if ready is not None else {}
+    try:
+        kge.KGEConfig.from_dict(settings)
+    except (TypeError, ValueError) as exc:
+        logger.warning("the ready model of %s has settings this version cannot train (%s): retraining with the default",
+                       kg.name, exc)
+        return {}
+    return settings
 
 
 def _live_job(kg: KnowledgeGraph) -> StructuralModel | None:
@@ -158,8 +174,9 @@ def _start(kg: KnowledgeGraph, row: StructuralModel | None) -> StructuralModel:
             other.status, other.error = StructuralModel.Status.FAILED, "replaced by a newer training job"
             other.finished_at = timezone.now()
             other.save(update_fields=["status", "error", "finished_at"])
+            _release_runs(other)  # they wait for this job instead
         if row is None:
-            row = StructuralModel.objects.create(kg=kg, kg_version=kg.version)
+            row = StructuralModel.objects.create(kg=kg, kg_version=kg.version, config={"kge": _current_config(kg)})
         row.status, row.kg_version, row.progress, row.error = StructuralModel.Status.TRAINING, kg.version, 0.0, ""
         row.started_at = row.heartbeat_at = timezone.now()
         row.save()

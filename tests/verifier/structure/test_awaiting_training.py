@@ -1,19 +1,22 @@
 """A run on a triple the structural model learnt waits for a model trained without it, instead of being judged
 without its structural evidence; the training's end sends it again."""
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.verifier.structure.test_training import generated_kg
+from tests.verifier.structure.test_training import TINY, generated_kg
 from verifier.agent.loop import AgentConfig
 from verifier.models import HeldOutTriple, Run, StructuralModel, VerificationTask
 from verifier.redelivery import _waiting
 from verifier.runner import execute_run, release_awaiting
 from verifier.services import import_flagged_triples, start_run
-from verifier.structure.training import training_to_await, wait_for_model
+from verifier.structure.scoring import trained_on
+from verifier.structure.training import train, training_to_await, wait_for_model
 
 pytestmark = pytest.mark.django_db
 
@@ -157,3 +160,29 @@ def test_the_queue_row_of_a_waiting_run_says_what_it_waits_for(towns, client, ma
     client.force_login(make_user("viewer"))
     page = client.get(reverse("queue")).content.decode()
     assert f'href="/runs/{run.pk}/">waiting for the structural model…</a>' in page
+
+
+def test_verify_trains_a_model_without_a_learnt_fact_before_it_verifies_it(db):
+    kg, triples = generated_kg()
+    first = train(kg, config=TINY)
+    fact = next(t for t in triples if t[1] == "citizen_of" and trained_on(first, *_rows(kg, *t)))
+    out = io.StringIO()
+    call_command("verify", *fact, "--kg", kg.name, "--mode", "kge", stdout=out)
+    printed = out.getvalue()
+    assert printed.startswith(f"Verifying Person {fact[0]} — citizen of — Country {fact[2]} ({', '.join(fact)}) on towns:\n"
+                              "Training the structural model of towns without this triple, which the ready one learnt, here")
+    run = Run.objects.get()
+    assert run.status == Run.Status.SUCCEEDED and run.structural_model_id not in (None, first.pk)
+    assert not trained_on(run.structural_model, *_rows(kg, *fact)) and "Verdict:" in printed
+
+
+def test_a_retraining_keeps_the_settings_of_the_model_it_replaces(towns):
+    kg, triples, ready = towns
+    rows = _rows(kg, *next(t for t in triples if t[1] == "citizen_of"))
+    StructuralModel.objects.filter(pk=ready.pk).update(config={"kge": {**TINY.to_dict(), "dim": 8}})
+    job = training_to_await(kg, rows, since=timezone.now())
+    assert job.config["kge"]["dim"] == 8 and job.config["kge"]["max_epochs"] == TINY.max_epochs
+    # Settings this version can no longer read (a setting since removed): the default, not a failed job.
+    job.delete()
+    StructuralModel.objects.filter(pk=ready.pk).update(config={"kge": {"dim": 8, "retired_setting": 1}})
+    assert training_to_await(kg, rows, since=timezone.now()).config == {"kge": {}}

@@ -66,11 +66,11 @@ class Command(BaseCommand):
             return
         try:
             overrides = json.loads(options["config"])
-            config = kge.KGEConfig.from_dict({**self._defaults(kg), **overrides}) if overrides else None
+            config = kge.KGEConfig.from_dict({**self._defaults(kg), **overrides})  # never the ready model's settings
         except (ValueError, TypeError) as exc:
             raise CommandError(f"--config: {exc}") from None
         if options["queue"]:
-            row = request_training(kg, reason="manage.py train_kge", config=config.to_dict() if config else None)
+            row = request_training(kg, reason="manage.py train_kge", config=config.to_dict())
             if row is None:
                 raise CommandError(f"a structural model of {kg.name} is already queued or training; see /health/")
             self.stdout.write(f"Queued structural model #{row.pk} of {kg.name} v{kg.version}; progress at /health/")

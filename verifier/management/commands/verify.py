@@ -55,14 +55,15 @@ class Command(BaseCommand):
             config["profile"] = options["profile"]
         if options["t_max"]:
             config["t_max"] = options["t_max"]
-        if not options["queue"] and AgentConfig.from_dict(config).uses_structure:
-            self._structure_for(kg, [task])
+        what = (f"{claim.head_label} — {claim.relation_label} — {claim.tail_label} ({claim.head}, {claim.relation}, "
+                f"{claim.tail}) on {kg.name}")
         try:
+            if not options["queue"] and AgentConfig.from_dict(config).uses_structure:
+                self._structure_for(kg, task, what)
             run = start_run(task=task, config=config, queue=options["queue"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"Run {run.pk}: verifying {claim.head_label} — {claim.relation_label} — {claim.tail_label} "
-                          f"({claim.head}, {claim.relation}, {claim.tail}) on {kg.name}\n")
+        self.stdout.write(f"Run {run.pk}: verifying {what}\n")
         if options["queue"]:
             run = self._follow(run)
         else:
@@ -85,13 +86,21 @@ class Command(BaseCommand):
         if run.disputed:
             self.stdout.write(run.assessment.get("disputed_reason", ""))
 
-    def _structure_for(self, kg: KnowledgeGraph, tasks: list[VerificationTask]) -> None:
-        """Before runs in this process are created: the structural model their verdicts rest on, one that did not
-        learn their triples (waited for, or trained here). A queued run left waiting meanwhile would be taken for
-        lost and sent to a worker."""
+    def _structure_for(self, kg: KnowledgeGraph, task: VerificationTask, what: str) -> None:
+        """Before the run is created: the structural model its verdict rests on, one that did not learn the
+        triple (waited for, or trained here). A queued run left waiting meanwhile would be taken for lost and
+        sent to a worker."""
+        introduced = False
+
+        def log(line: str) -> None:
+            nonlocal introduced
+            if not introduced:
+                self.stdout.write(f"Verifying {what}:")
+                introduced = True
+            self.stdout.write(line)
+
         try:
-            for task in tasks:
-                wait_for_model(kg, triple=(task.head_id, task.relation_id, task.tail_id), log=self.stdout.write)
+            wait_for_model(kg, triple=(task.head_id, task.relation_id, task.tail_id), log=log)
         except TrainingError as exc:
             raise CommandError(f"{exc} (--no-structural-tools verifies without the structural model)") from None
 
