@@ -141,8 +141,12 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
 
 
 def _training_to_await(run: Run):
-    """The structural model's training this run must wait for, if its configuration uses the structure."""
-    if not AgentConfig.from_dict(run.config).uses_structure:
+    """The structural model's training this run must wait for, if its configuration uses the structure (a
+    configuration that does not validate waits for nothing: the investigation fails it with the reason)."""
+    try:
+        if not AgentConfig.from_dict(run.config).uses_structure:
+            return None
+    except ValueError:
         return None
     task = run.task
     return training_to_await(task.kg, (task.head_id, task.relation_id, task.tail_id), since=run.created_at)
