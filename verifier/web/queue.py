@@ -28,7 +28,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from verifier import services
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
-from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
+from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, StructuralModel, Verdict, VerificationTask
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
     FILTER_PARAMS,
@@ -284,9 +284,17 @@ def _imported(request: HttpRequest, kg: KnowledgeGraph, report: services.TaskImp
     messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
                               + (f"; {report.already_queued} were already queued." if report.already_queued else ".")
                               + (f" {report.learnt} are facts the structural model was trained with: a model trained "
-                                 "without them is being made (minutes; the status strip shows how far), and their "
-                                 "runs wait for it." if report.learnt else ""))
+                                 f"without them is being made ({_training_time(kg)}; the status strip shows how far), "
+                                 "and their runs wait for it." if report.learnt else ""))
     return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
+
+
+def _training_time(kg: KnowledgeGraph) -> str:
+    """How long the KG's structural model took to make last time (its ready model's job), as a curator reads it."""
+    ready = StructuralModel.objects.ready_for(kg)
+    if ready is None or not ready.started_at or not ready.finished_at:
+        return "minutes"
+    return f"about {max(1, round((ready.finished_at - ready.started_at).total_seconds() / 60))} minutes last time"
 
 
 def _graph_summaries() -> list[KnowledgeGraph]:

@@ -5,6 +5,7 @@ import io
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
@@ -186,3 +187,16 @@ def test_a_retraining_keeps_the_settings_of_the_model_it_replaces(towns):
     job.delete()
     StructuralModel.objects.filter(pk=ready.pk).update(config={"kge": {"dim": 8, "retired_setting": 1}})
     assert training_to_await(kg, rows, since=timezone.now()).config == {"kge": {}}
+
+
+def test_the_import_page_says_the_learnt_facts_wait_and_for_about_how_long(towns, client, make_user):
+    kg, triples, ready = towns
+    StructuralModel.objects.filter(pk=ready.pk).update(started_at=timezone.now() - timedelta(minutes=5),
+                                                       finished_at=timezone.now())
+    fact = next(t for t in triples if t[1] == "citizen_of")
+    client.force_login(make_user("curator"))
+    upload = SimpleUploadedFile("flagged.tsv", ("\t".join(fact) + "\n").encode(), content_type="text/tab-separated-values")
+    page = client.post(reverse("queue-import"), {"kg": kg.pk, "file": upload}, follow=True).content.decode()
+    assert ("1 triple(s) queued on towns from 1 row(s). 1 are facts the structural model was trained with: a model "
+            "trained without them is being made (about 5 minutes last time; the status strip shows how far), and their "
+            "runs wait for it.") in page
