@@ -94,6 +94,7 @@
     $("run-status").dataset.status = run.status;
     if ($("queue-position") && run.status !== "queued") $("queue-position").remove();
     if ($("awaiting-model") && run.status !== "queued") $("awaiting-model").remove();
+    if (run.status === "running" && !$("verdict").dataset.verdict) $("verdict").textContent = "Investigating…";
     page.dataset.status = run.status;
     figures.prompt = run.prompt_tokens;
     figures.completion = run.completion_tokens;

@@ -94,6 +94,7 @@ def test_a_run_on_a_learnt_triple_stays_queued_until_the_training_ends(towns, dj
     client.force_login(make_user("viewer"))
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert f"Waits for structural model #{job.pk} of {kg.name} (queued, 0%)" in page and 'id="queue-position"' not in page
+    assert "Waiting for the structural model…" in page and "Investigating…" not in page
     assert client.get(f"/api/runs/{run.pk}/").json()["awaiting_model"]["id"] == job.pk
 
     # The training ends: the run is sent again, and finds nothing left to wait for.
