@@ -116,7 +116,8 @@ def _first_line(text: str) -> str:
 
 
 def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: StructuralModel | None) -> StructuralStatus:
-    """The status of ``kg`` from its latest model and its newest ready model of the current version."""
+    """The status of ``kg`` from its latest model and its newest ready model of the current version (``latest``
+    may carry ``waiting``: the queued runs that wait for it)."""
     retrain = f"manage.py train_kge {kg.name}"
     serving = f"; serving the ready model #{ready.pk} ({model_summary(ready)})" if ready and latest and ready.pk != latest.pk else ""
     if latest is None:
@@ -125,7 +126,8 @@ def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: Structur
         state, text = "stalled", f"stalled (no progress since {_when(latest)}; {retrain}){serving}"
     elif latest.status in IN_FLIGHT:
         state = latest.status
-        text = _progress_text(latest) + serving
+        waiting = getattr(latest, "waiting", 0)
+        text = _progress_text(latest) + (f"; {waiting} run(s) wait for it" if waiting else "") + serving
     elif latest.status == StructuralModel.Status.READY:
         state, text = "ready", f"ready: {model_summary(latest)}"
     else:
@@ -147,7 +149,8 @@ def structural_statuses(kg_ids: list[int] | None = None) -> list[StructuralStatu
     if kg_ids is not None:
         kgs = kgs.filter(pk__in=kg_ids)
     kgs = list(kgs.only("id", "name", "version", "kind"))
-    models = light_models().filter(kg__in=kgs, kg_version=F("kg__version")).order_by("-id")
+    models = (light_models().filter(kg__in=kgs, kg_version=F("kg__version")).order_by("-id")
+              .annotate(waiting=Count("awaiting_runs", filter=Q(awaiting_runs__status=Run.Status.QUEUED))))
     latest: dict[int, StructuralModel] = {}
     ready: dict[int, StructuralModel] = {}
     for model in models:

@@ -15,6 +15,7 @@ from verifier.agent.loop import AgentConfig
 from verifier.models import HeldOutTriple, Run, StructuralModel, VerificationTask
 from verifier.redelivery import _waiting
 from verifier.runner import execute_run, release_awaiting
+from verifier.selectors import structural_statuses
 from verifier.services import import_flagged_triples, start_run
 from verifier.structure.scoring import trained_on
 from verifier.structure.training import train, training_to_await, wait_for_model
@@ -96,6 +97,9 @@ def test_a_run_on_a_learnt_triple_stays_queued_until_the_training_ends(towns, dj
     assert f"Waits for structural model #{job.pk} of {kg.name} (queued, 0%)" in page and 'id="queue-position"' not in page
     assert "Waiting for the structural model…" in page and "Investigating…" not in page
     assert client.get(f"/api/runs/{run.pk}/").json()["awaiting_model"]["id"] == job.pk
+    # The status strip on every page counts the runs a training holds back.
+    assert "queued (a queued triple was in the training set); 1 run(s) wait for it; serving the ready model" in \
+        structural_statuses([kg.pk])[0].text
 
     # The training ends: the run is sent again, and finds nothing left to wait for.
     StructuralModel.objects.filter(pk=ready.pk).update(status=StructuralModel.Status.SUPERSEDED)
