@@ -110,15 +110,16 @@ class Command(BaseCommand):
         self.stdout.write(f"[{step.seq}] {LABELS[step.kind]}{timing}: {body}")
 
     def _follow(self, run: Run) -> Run:
-        seen, waiting = 0, ""
+        seen, waiting_for = 0, None
         while True:
             for step in Step.objects.filter(run=run, seq__gt=seen).order_by("seq"):
                 self._print(step)
                 seen = step.seq
             run.refresh_from_db()
-            if (text := awaited_training(run)) and text.split(" (")[0] != waiting:
-                waiting = text.split(" (")[0]
-                self.stdout.write(text)
+            if run.awaiting_model_id != waiting_for:  # said once per training it waits for
+                waiting_for = run.awaiting_model_id
+                if text := awaited_training(run):
+                    self.stdout.write(text)
             if run.is_finished:
                 return run
             time.sleep(0.3)
