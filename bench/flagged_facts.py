@@ -39,9 +39,12 @@ import django  # noqa: E402
 
 django.setup()
 
-from verifier.evaluation.datasets import kg_triple_set, type_keys  # noqa: E402
+from verifier.evaluation.datasets import (  # noqa: E402
+    dataset_validation,  # noqa: E402
+    kg_triple_set,
+    type_keys,
+)
 from verifier.evaluation.sampling import NegativeSampler  # noqa: E402
-from verifier.management.commands.train_kge import dataset_validation  # noqa: E402
 from verifier.models import KnowledgeGraph, Run, StructuralModel, Triple, VerificationTask  # noqa: E402
 from verifier.runner import execute_run  # noqa: E402
 from verifier.services import start_run  # noqa: E402

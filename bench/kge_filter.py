@@ -31,7 +31,7 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
-from verifier.management.commands.train_kge import dataset_validation  # noqa: E402
+from verifier.evaluation.datasets import dataset_validation  # noqa: E402
 from verifier.models import HeldOutTriple, KnowledgeGraph, StructuralModel  # noqa: E402
 from verifier.structure import kge  # noqa: E402
 from verifier.structure.dataset import training_data  # noqa: E402

@@ -43,7 +43,7 @@ django.setup()
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from verifier.management.commands.train_kge import dataset_validation  # noqa: E402
+from verifier.evaluation.datasets import dataset_validation  # noqa: E402
 from verifier.models import KnowledgeGraph, StructuralModel  # noqa: E402
 from verifier.structure import kge  # noqa: E402
 from verifier.structure.dataset import TrainingData, training_data  # noqa: E402

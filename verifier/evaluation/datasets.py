@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 
 from verifier.errors import ApplicationError
@@ -235,3 +236,13 @@ def _checked(benchmark: Benchmark, n: int) -> Benchmark:
     benchmark.notes["drawn"] = len(benchmark.triples)
     benchmark.notes["positives"] = sum(t.label for t in benchmark.triples)
     return benchmark
+
+
+def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
+    """Row-id triples of the dataset's own validation split (not in the KG), when the KG is a known dataset."""
+    for dataset in DATASETS.values():
+        if dataset.kg_name == kg.name and (settings.KGV_DATA_DIR / dataset.positives).is_file():
+            in_kg = kg_triple_set(kg)
+            rows = {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
+            return np.array(sorted(rows - in_kg), dtype=np.int64).reshape(-1, 3)
+    return None

@@ -19,6 +19,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from verifier.evaluation.datasets import dataset_validation
 from verifier.models import HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, Triple
 from verifier.structure import kge
 from verifier.structure.dataset import TrainingData, training_data
@@ -205,7 +206,8 @@ class _Reporter:
 def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: StructuralModel | None = None,
           report: Report | None = None, validation: np.ndarray | None = None) -> StructuralModel:
     """Run the whole job for the KG's current version; the ready model is returned (older ones superseded).
-    ``validation``: row-id triples of the dataset's own validation split, for its MRR (reported only)."""
+    ``validation``: row-id triples to report the MRR on (reported only); by default the dataset's own validation
+    split when the KG is a known dataset, so that every model of it — a retraining too — reports the same figure."""
     row = _start(kg, row)
     progress = _Reporter(row, report)
     try:
@@ -226,6 +228,7 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         metrics = {"validation": trained.validation, "epochs": trained.epochs, "training_seconds": round(trained.seconds, 1),
                    "stopped_because": trained.stopped_because, "history": trained.history,
                    "training_triples": len(data.train), "held_out": _held_out_counts(data)}
+        validation = dataset_validation(kg) if validation is None else validation
         if validation is not None and len(validation):
             progress("validating", 0.0, "dataset validation split")
             metrics["dataset_validation"] = kge.link_prediction(trained.model, data.to_indices(validation),

@@ -7,28 +7,15 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows
 from verifier.management.lookup import kg_named
 from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
 from verifier.selectors import model_summary
 from verifier.structure import kge
 from verifier.structure.fitting import calibrate_structural
 from verifier.structure.training import TrainingError, learnt_triples, request_training, restorable, restore, train
-
-
-def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
-    """Row-id triples of the dataset's own validation split (not in the KG), when the KG is a known dataset."""
-    for dataset in DATASETS.values():
-        if dataset.kg_name == kg.name and (settings.KGV_DATA_DIR / dataset.positives).is_file():
-            in_kg = kg_triple_set(kg)
-            rows = {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
-            return np.array(sorted(rows - in_kg), dtype=np.int64).reshape(-1, 3)
-    return None
 
 
 def _calibration_line(calibration: dict) -> str:
@@ -82,7 +69,7 @@ class Command(BaseCommand):
             bar.set_postfix_str(stage, refresh=True)
 
         try:
-            row = train(kg, config=config, report=report, validation=dataset_validation(kg))
+            row = train(kg, config=config, report=report)
         except TrainingError as exc:
             raise CommandError(str(exc)) from None
         finally:
