@@ -27,7 +27,7 @@ from verifier.models import (
 )
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.realtime.publish import publish_run_status
-from verifier.structure.training import learnt_triples, request_training
+from verifier.structure.training import retrain_if_learnt
 from verifier.tasks import run_verification
 
 
@@ -78,10 +78,7 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
         created = VerificationTask.objects.filter(kg=kg).count() - before
 
-        triples = [(t.head_id, t.relation_id, t.tail_id) for t in tasks]
-        learnt = len(learnt_triples(kg, triples))
-        if learnt:
-            transaction.on_commit(lambda: request_training(kg, reason=f"{learnt} newly queued triple(s) were in the training set"))
+        learnt = retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks])
         record_audit(
             actor=actor,
             action="tasks.import",

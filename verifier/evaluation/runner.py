@@ -137,7 +137,7 @@ def create(name: str, spec: EvaluationSpec, benchmark: Benchmark, config: dict, 
             EvaluationItem(evaluation=evaluation, task_id=tasks[t.key], repeat=repeat, expected_label=t.label, position=position)
             for position, t in enumerate(benchmark.triples) for repeat in range(spec.repeats)
         ], batch_size=2000)
-        transaction.on_commit(lambda: retrain_if_learnt(benchmark.kg, [t.key for t in benchmark.triples]))
+        retrain_if_learnt(benchmark.kg, [t.key for t in benchmark.triples])
         record_audit(actor=actor, action="evaluation.create", obj=evaluation,
                      after={"benchmark": spec.benchmark, "n": len(benchmark.triples), "config": config, "repeats": spec.repeats})
     return evaluation

@@ -120,13 +120,14 @@ def _every_tenth(log) -> Report:
     return report
 
 
-def retrain_if_learnt(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> StructuralModel | None:
+def retrain_if_learnt(kg: KnowledgeGraph, triples: list[tuple[int, int, int]]) -> int:
     """Newly queued triples that the KG's current model learnt (KG triples it was not trained without)
-    make its scores about them worthless: queue a model trained without them."""
-    learnt = learnt_triples(kg, triples)
-    if not learnt:
-        return None
-    return request_training(kg, reason=f"{len(learnt)} newly queued triple(s) were in the training set")
+    make its scores about them worthless: a model trained without them is requested once the caller's
+    transaction commits (their tasks are then queued). Returns how many were learnt."""
+    learnt = len(learnt_triples(kg, triples))
+    if learnt:
+        transaction.on_commit(lambda: request_training(kg, reason=f"{learnt} newly queued triple(s) were in the training set"))
+    return learnt
 
 
 def training_to_await(kg: KnowledgeGraph, triple: tuple[int, int, int], *, since) -> StructuralModel | None:
