@@ -1,16 +1,17 @@
 """Choose a KG's embedding configuration by validation MRR, without touching its stored model.
 
 Each configuration trains on exactly what `manage.py train_kge` would train on (the KG minus its queued
-triples and calibration slice), stops early on the calibration slice's filtered MRR as training does, and
-is then scored on the dataset's own validation split (filtered by the KG and that split). Nothing is
-stored: the KG's ready model and its calibration stay as they are.
+triples and calibration slice), stops early on what training stops on (half of the dataset's validation
+split, or the slice for a KG without one), and is then scored on the dataset's validation split and on
+the part of it early stopping never ranked (filtered by the KG and that split). Nothing is stored: the
+KG's ready model and its calibration stay as they are.
 
     make install && DEBUG=1 .venv/bin/python bench/kge_search.py codex-s \\
         '{}' '{"learning_rate": 1e-3, "lr_decay": 0.5, "patience": 3}'
 
 Each argument after the KG name is a JSON object of `KGEConfig` settings over the KG's default
 (`kge.default_config`); `'{}'` is the default itself. One line per configuration: epochs, minutes, why it
-stopped, the slice's MRR and the validation split's MRR and Hits@10, and what the verdict would get from
+stopped, the early-stopping MRR and the validation split's MRR and Hits@10, and what the verdict would get from
 it: the structural calibration's cross-validated accuracy (as drawn and relation-matched) and ECE on the
 KG's calibration triples, with the text features as they are — the better of Platt scaling and boosted
 trees, as `train_kge` would choose.
@@ -43,7 +44,6 @@ django.setup()
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from verifier.evaluation.datasets import dataset_validation  # noqa: E402
 from verifier.models import KnowledgeGraph, StructuralModel  # noqa: E402
 from verifier.structure import kge  # noqa: E402
 from verifier.structure.dataset import TrainingData, training_data  # noqa: E402
@@ -107,12 +107,12 @@ def main() -> None:
     kg = KnowledgeGraph.objects.get(name=args.kg)
     data = training_data(kg)
     known = data.known
-    validation = dataset_validation(kg)
-    scored = data.to_indices(validation) if validation is not None and len(validation) else None
+    scored = data.validation if len(data.validation) else None
     base = kge.default_config(len(data.train), data.num_entities)
     print(f"{kg.name}: {len(data.train):,} training triples, {len(data.calibration):,} in the calibration slice, "
-          f"{0 if scored is None else len(scored):,} validation triples; default {base.to_dict()}", flush=True)
-    filter_with = None if scored is None else np.concatenate([known, scored])
+          f"{len(data.validation):,} validation triples ({len(data.stopping):,} ranked by early stopping); "
+          f"default {base.to_dict()}", flush=True)
+    filter_with = known
     runs = [(text, replace(base, **json.loads(text))) for text in args.configs]
     groups = [runs] if args.ensemble else [[run] * args.members for run in runs]
     for group in groups:
@@ -120,13 +120,15 @@ def main() -> None:
         for member, (text, config) in enumerate(group):
             member_config = replace(config, seed=config.seed + (0 if args.ensemble else member))
             trained = kge.train(member_config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
-                                validation=data.calibration, known=known)
+                                validation=data.stopping, known=known)
             minutes += trained.seconds / 60
             line = (f"{text} (seed {member_config.seed}): {trained.epochs} epochs in {trained.seconds / 60:.1f} min "
-                    f"({trained.stopped_because}); slice MRR {trained.validation['mrr']:.3f}")
+                    f"({trained.stopped_because}); early-stopping MRR {trained.validation['mrr']:.3f}")
             if scored is not None:
                 figures = kge.link_prediction(trained.model, scored, filter_with)
-                line += f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}"
+                unranked = kge.link_prediction(trained.model, data.unranked, filter_with)
+                line += (f"; validation MRR {figures['mrr']:.3f}, Hits@10 {figures['hits_at_10']:.3f}, "
+                         f"never ranked by early stopping {unranked['mrr']:.3f}")
                 if len(group) > 1:
                     scores = log_probs(trained.model, scored)
                     summed = scores if summed is None else (summed[0] + scores[0], summed[1] + scores[1])

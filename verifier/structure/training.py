@@ -15,11 +15,9 @@ import traceback
 from collections.abc import Callable
 from datetime import timedelta
 
-import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from verifier.evaluation.datasets import dataset_validation
 from verifier.models import HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, Triple
 from verifier.structure import kge
 from verifier.structure.dataset import TrainingData, training_data
@@ -205,10 +203,10 @@ class _Reporter:
 
 
 def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: StructuralModel | None = None,
-          report: Report | None = None, validation: np.ndarray | None = None) -> StructuralModel:
+          report: Report | None = None) -> StructuralModel:
     """Run the whole job for the KG's current version; the ready model is returned (older ones superseded).
-    ``validation``: row-id triples to report the MRR on (reported only); by default the dataset's own validation
-    split when the KG is a known dataset, so that every model of it — a retraining too — reports the same figure."""
+    A KG that is a known dataset reports the MRR on its validation split, so that every model of it — a
+    retraining too — reports the same figure, and on the part of it early stopping never ranked."""
     row = _start(kg, row)
     progress = _Reporter(row, report)
     try:
@@ -224,16 +222,15 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         _hold_out(row, data)
         known = data.known
         trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
-                            validation=data.calibration, known=known,
+                            validation=data.stopping, known=known,
                             progress=lambda fraction, detail: progress("training", fraction, detail))
         metrics = {"validation": trained.validation, "epochs": trained.epochs, "training_seconds": round(trained.seconds, 1),
                    "stopped_because": trained.stopped_because, "history": trained.history,
                    "training_triples": len(data.train), "held_out": _held_out_counts(data)}
-        validation = dataset_validation(kg) if validation is None else validation
-        if validation is not None and len(validation):
+        if len(data.validation):
             progress("validating", 0.0, "dataset validation split")
-            metrics["dataset_validation"] = kge.link_prediction(trained.model, data.to_indices(validation),
-                                                                np.concatenate([known, data.to_indices(validation)]))
+            metrics["dataset_validation"] = kge.link_prediction(trained.model, data.validation, known)
+            metrics["dataset_validation_unranked"] = kge.link_prediction(trained.model, data.unranked, known)
         row.weights = pack(trained.model, data.entity_rows, data.relation_rows)
         row.config = {"kge": config.to_dict()}
         row.metrics, row.training_digest, row.training_triples = metrics, data.digest, len(data.train)

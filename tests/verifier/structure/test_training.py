@@ -190,6 +190,14 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     in_kg = set(kg.triples.values_list("head_id", "relation_id", "tail_id"))
     assert len(negatives) > 30 and not negatives & (in_kg | set(ids))
     assert calibration["folds"] == 5 and not fitted.filter(fold__isnull=True).exists()
+    # Early stopping ranked half the validation split and the other half reports an MRR no epoch was chosen on;
+    # the slice shrinks to one triple of each relation of 20 or more (not capital_of), what the memory bootstrap draws.
+    metrics = model.metrics
+    assert metrics["validation"]["triples"] == metrics["dataset_validation_unranked"]["triples"] == 20
+    assert metrics["dataset_validation"]["triples"] == 40
+    slice_ = HeldOutTriple.objects.filter(model=model, reason="calibration")
+    assert metrics["held_out"]["calibration"] == slice_.count() == 3
+    assert not set(slice_.values_list("head_id", "relation_id", "tail_id")) & set(ids)
     # Without the dataset's file (a KG loaded elsewhere), the slice and its corruptions calibrate it.
     (tmp_path / "towns" / "valid.txt").unlink()
     assert "calibration slice" in calibrate_structural(model)["source"]

@@ -75,13 +75,15 @@ class Command(BaseCommand):
         finally:
             bar.close()
         metrics = row.metrics
-        dataset = metrics.get("dataset_validation")
+        dataset, unranked = metrics.get("dataset_validation"), metrics.get("dataset_validation_unranked")
         calibration = metrics.get("calibration", {})
         self.stdout.write(self.style.SUCCESS(
             f"Structural model #{row.pk} of {kg.name} v{row.kg_version} ready: {row.config['kge']['model']} "
             f"dim {row.config['kge']['dim']}, {metrics['epochs']} epochs in {metrics['training_seconds'] / 60:.1f} min "
             f"({metrics['stopped_because']}); held-out MRR {metrics['validation']['mrr']:.3f}"
-            + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f})" if dataset else "")
+            + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f}"
+               + (f"; {unranked['mrr']:.3f} on the {unranked['triples']:,} that early stopping never ranked" if unranked else "")
+               + ")" if dataset else "")
             + "; " + _calibration_line(calibration)))
         previous = restorable(kg)
         if previous is not None:
