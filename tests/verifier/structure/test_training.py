@@ -203,6 +203,37 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     assert "calibration slice" in calibrate_structural(model)["source"]
 
 
+def test_verified_negatives_are_joined_by_corruptions_of_a_quarter_of_the_positives(towns, tmp_path, settings, monkeypatch):
+    """Like CoDEx-S: the dataset ships verified negatives; corruptions of a quarter of its positives join them,
+    so the calibration also meets false triples the network finds implausible."""
+    kg, triples = towns
+    valid = [t for t in triples if t[1] == "citizen_of"][:40]
+    ids = [_ids(kg, *t) for t in valid]
+    for h, r, t in ids:
+        kg.triples.filter(head_id=h, relation_id=r, tail_id=t).delete()
+    countries = sorted({t for _, _, t in triples if t.startswith("C")})
+    wrong = [(h, r, next(c for c in countries if c != t)) for h, r, t in valid[:20]]  # a citizenship of the wrong country
+    (tmp_path / "towns").mkdir()
+    (tmp_path / "towns" / "valid.txt").write_text("".join("\t".join(t) + "\n" for t in valid))
+    (tmp_path / "towns" / "valid_negatives.txt").write_text("".join("\t".join(t) + "\n" for t in wrong))
+    settings.KGV_DATA_DIR = tmp_path
+    monkeypatch.setitem(DATASETS, "towns", _Dataset("towns", "towns/valid.txt", "towns/valid_negatives.txt"))
+    model = train(kg, config=TINY)
+    assert model.metrics["calibration"]["source"] == ("the labelled towns/valid.txt / towns/valid_negatives.txt and "
+                                                      "type-constrained corruptions of a quarter of its positives")
+    fitted = FitTriple.objects.filter(kg=kg, purpose="structural")
+    negatives = set(fitted.filter(label=False).values_list("head_id", "relation_id", "tail_id"))
+    verified = {_ids(kg, *t) for t in wrong}
+    corrupted = negatives - verified
+    assert verified <= negatives and len(corrupted) == 10
+    in_kg = set(kg.triples.values_list("head_id", "relation_id", "tail_id"))
+    assert not corrupted & (in_kg | set(ids))
+    # The out-of-fold figures are reported against each kind of negative, as train_kge prints them.
+    against = model.metrics["calibration"]["against"]
+    assert set(against) == {"verified", "corruptions"}
+    assert all(0 <= figures["cross_validated_matched_accuracy"] <= 1 for figures in against.values())
+
+
 def test_a_recalibrated_model_is_scored_with_its_new_calibration(towns):
     kg, _ = towns
     model = train(kg, config=TINY)

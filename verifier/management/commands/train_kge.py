@@ -25,6 +25,9 @@ def _calibration_line(calibration: dict) -> str:
     if "cross_validated_ece" in calibration:
         line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
                  f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
+    for kind, figures in (calibration.get("against") or {}).items():
+        line += (f"; against the {'verified negatives' if kind == 'verified' else kind} relation-matched "
+                 f"{figures['cross_validated_matched_accuracy']:.1%}, ECE {figures['cross_validated_ece']:.3f}")
     return line
 
 
