@@ -243,12 +243,12 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
             row.metrics = {**row.metrics, "calibration": {"error": str(exc)}}
             row.save(update_fields=["metrics"])
         progress("calibrating", 1.0, "done")
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM, see train_kge) on a foreground training: no job left "training"
+        _fail(row, "interrupted before it finished")
+        raise
     except Exception as exc:
         logger.exception("training the structural model of %s failed", kg.name)
-        StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.FAILED, finished_at=timezone.now(),
-                                                         error=f"{type(exc).__name__}: {exc}"[:2000],
-                                                         stage="failed")
-        _release_runs(row)
+        _fail(row, f"{type(exc).__name__}: {exc}")
         if isinstance(exc, TrainingError | ValueError):
             raise TrainingError(str(exc)) from exc
         raise TrainingError(f"training failed: {exc}\n{traceback.format_exc(limit=3)}") from exc
@@ -257,6 +257,12 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
     _release_runs(row)
     row.refresh_from_db()
     return row
+
+
+def _fail(row: StructuralModel, error: str) -> None:
+    StructuralModel.objects.filter(pk=row.pk).update(status=StructuralModel.Status.FAILED, finished_at=timezone.now(),
+                                                     error=error[:2000], stage="failed")
+    _release_runs(row)
 
 
 def _release_runs(row: StructuralModel) -> None:

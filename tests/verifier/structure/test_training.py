@@ -234,6 +234,21 @@ def test_verified_negatives_are_joined_by_corruptions_of_a_quarter_of_the_positi
     assert all(0 <= figures["cross_validated_matched_accuracy"] <= 1 for figures in against.values())
 
 
+def test_an_interrupted_training_is_marked_failed_not_left_training(towns, monkeypatch):
+    """Ctrl-C, or SIGTERM through train_kge, on a foreground training: the row says so and no run waits on it."""
+    kg, _ = towns
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kge, "train", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(kg, config=TINY)
+    row = StructuralModel.objects.filter(kg=kg).latest("pk")
+    assert row.status == StructuralModel.Status.FAILED and row.error == "interrupted before it finished"
+    assert StructuralModel.objects.ready_for(kg) is None
+
+
 def test_a_recalibrated_model_is_scored_with_its_new_calibration(towns):
     kg, _ = towns
     model = train(kg, config=TINY)

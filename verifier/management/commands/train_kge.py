@@ -6,6 +6,7 @@ again)."""
 from __future__ import annotations
 
 import json
+import signal
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -71,11 +72,16 @@ class Command(BaseCommand):
             bar.n = int(fraction * 1000)
             bar.set_postfix_str(stage, refresh=True)
 
+        # SIGTERM (`kill`) stops a foreground training as Ctrl-C does: the model's row is marked failed, not left training
+        previous_handler = signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
             row = train(kg, config=config, report=report)
         except TrainingError as exc:
             raise CommandError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise CommandError(f"stopped: the structural model of {kg.name} being trained is marked failed") from None
         finally:
+            signal.signal(signal.SIGTERM, previous_handler)
             bar.close()
         metrics = row.metrics
         dataset, unranked = metrics.get("dataset_validation"), metrics.get("dataset_validation_unranked")
