@@ -14,7 +14,8 @@ Each argument after the KG name is a JSON object of `KGEConfig` settings over th
 stopped, the early-stopping MRR and the validation split's MRR and Hits@10, and what the verdict would get from
 it: the structural calibration's cross-validated accuracy (as drawn and relation-matched) and ECE on the
 KG's calibration triples, with the text features as they are — the better of Platt scaling and boosted
-trees, as `train_kge` would choose.
+trees, as `train_kge` would choose — and, where the negatives are of two kinds (CoDEx-S: verified ones and
+corruptions), the figures against each.
 
 With ``--members K`` each configuration is trained K times (seeds seed, seed + 1, …) and the validation
 MRR of the ensemble that averages the members' log-probabilities is printed after each member, with the
@@ -47,7 +48,7 @@ import torch  # noqa: E402
 from verifier.models import KnowledgeGraph, StructuralModel  # noqa: E402
 from verifier.structure import kge  # noqa: E402
 from verifier.structure.dataset import TrainingData, training_data  # noqa: E402
-from verifier.structure.fitting import cross_validated_metrics, structural_fit_set  # noqa: E402
+from verifier.structure.fitting import against_each_kind_line, cross_validated_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.scoring import LoadedModel, pack  # noqa: E402
 
 
@@ -58,12 +59,11 @@ def calibrated(kg: KnowledgeGraph, config: kge.KGEConfig, trained: kge.Trained, 
         return "no ready model to take the calibration triples from"
     row = StructuralModel(kg=kg, kg_version=kg.version, config={"kge": config.to_dict()},
                           weights=pack(trained.model, data.entity_rows, data.relation_rows))
-    rows, _ = structural_fit_set(ready)
-    triples = np.array([r[:3] for r in rows], dtype=np.int64)
-    labels = np.array([r[3] for r in rows], dtype=bool)
-    figures = cross_validated_metrics(LoadedModel(row).features(triples), [str(r) for r in triples[:, 1]], labels)
-    return (f"calibrated (n {len(labels)}, {figures['kind']}): accuracy {figures['cross_validated_accuracy']:.3f}, "
-            f"matched {figures['cross_validated_matched_accuracy']:.3f}, ECE {figures['cross_validated_ece']:.3f}")
+    fit_set = structural_fit_set(ready)
+    figures = cross_validated_metrics(LoadedModel(row).features(fit_set.triples), fit_set)
+    return (f"calibrated (n {len(fit_set.rows)}, {figures['kind']}): accuracy {figures['cross_validated_accuracy']:.3f}, "
+            f"matched {figures['cross_validated_matched_accuracy']:.3f}, ECE {figures['cross_validated_ece']:.3f}"
+            f"{against_each_kind_line(figures)}")
 
 
 def log_probs(model, triples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

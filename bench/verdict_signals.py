@@ -177,10 +177,8 @@ def main() -> None:
     model = StructuralModel.objects.ready_for(kg)
     if model is None:
         sys.exit(f"{kg.name} has no ready structural model: manage.py train_kge {kg.name}")
-    rows, source = structural_fit_set(model)
-    triples = np.array([r[:3] for r in rows], dtype=np.int64)
-    labels = np.array([r[3] for r in rows], dtype=bool)
-    relations = [str(r) for r in triples[:, 1]]
+    fit_set = structural_fit_set(model)
+    triples, labels, relations, source = fit_set.triples, fit_set.labels, fit_set.relations, fit_set.source
     folds = fold_assignment(relations, labels)
     if folds is None:
         sys.exit("too few labelled triples of each kind for cross-validation")

@@ -25,6 +25,7 @@ calibration fitted on all.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
@@ -62,26 +63,56 @@ def labelled_dataset(kg: KnowledgeGraph):
     return next((dataset for dataset in own if dataset.negatives), next(iter(own), None))
 
 
-def structural_fit_set(model: StructuralModel) -> tuple[LabelledRows, str]:
-    """(labelled row triples, one row per triple, where they come from) for calibrating ``model``."""
-    rows, source = _labelled_rows(model)
+@dataclass
+class FitSet:
+    """The labelled triples a structural calibration is fitted on, one row per triple, and where they come
+    from; each negative's kind ("verified" by hand, or a type-constrained "corruption")."""
+
+    rows: LabelledRows
+    source: str
+    verified: set[tuple[int, int, int]] = field(default_factory=set)
+
+    @property
+    def triples(self) -> np.ndarray:
+        return np.array([r[:3] for r in self.rows], dtype=np.int64).reshape(-1, 3)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.array([r[3] for r in self.rows], dtype=bool)
+
+    @property
+    def relations(self) -> list[str]:
+        return [str(r[1]) for r in self.rows]
+
+    @property
+    def kinds(self) -> np.ndarray:
+        """Each row's kind: "true", "verified" or "corruptions"."""
+        return np.array(["true" if y else "verified" if (h, r, t) in self.verified else "corruptions"
+                         for h, r, t, y in self.rows])
+
+
+def structural_fit_set(model: StructuralModel) -> FitSet:
+    """The labelled triples for calibrating ``model`` (see the module docstring)."""
+    kg = model.kg
+    dataset = labelled_dataset(kg)
+    verified = _verified_negatives(kg, dataset)
+    rows, source = _labelled_rows(model, dataset, verified)
     unique: dict[tuple[int, int, int], tuple[int, int, int, bool]] = {}
     for row in rows:  # one fold per triple: two corruptions may coincide
         unique.setdefault(row[:3], row)
-    return list(unique.values()), source
+    return FitSet(list(unique.values()), source, verified)
 
 
-def verified_negatives(kg: KnowledgeGraph) -> set[tuple[int, int, int]]:
+def _verified_negatives(kg: KnowledgeGraph, dataset=None) -> set[tuple[int, int, int]]:
     """The row triples of the KG's dataset's verified negatives (empty when it ships none)."""
-    dataset = labelled_dataset(kg)
+    dataset = dataset or labelled_dataset(kg)
     if dataset is None or not dataset.negatives:
         return set()
     return {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.negatives)}
 
 
-def _labelled_rows(model: StructuralModel) -> tuple[LabelledRows, str]:
+def _labelled_rows(model: StructuralModel, dataset, verified: set[tuple[int, int, int]]) -> tuple[LabelledRows, str]:
     kg = model.kg
-    dataset = labelled_dataset(kg)
     if dataset is not None:
         in_kg = kg_triple_set(kg)
         rows = {(r.head_id, r.relation_id, r.tail_id): True for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
@@ -89,7 +120,7 @@ def _labelled_rows(model: StructuralModel) -> tuple[LabelledRows, str]:
             positives = sorted(k for k in rows if k not in in_kg)
             return [(*p, True) for p in positives] + corruptions(kg, positives, also_true=set(rows)), \
                 f"{dataset.positives} and type-constrained corruptions of it"
-        for triple in verified_negatives(kg):
+        for triple in verified:
             rows.setdefault(triple, False)
         labelled = sorted((*k, y) for k, y in rows.items() if k not in in_kg)
         positives = [row[:3] for row in labelled if row[3]]
@@ -132,19 +163,14 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *,
 
 def calibrate_structural(model: StructuralModel) -> dict:
     """Fit the per-relation calibration of ``model`` and store it with its cross-validated error."""
-    rows, source = structural_fit_set(model)
-    if not rows or len({y for *_, y in rows}) < 2:
+    fit_set = structural_fit_set(model)
+    rows, labels, relations = fit_set.rows, fit_set.labels, fit_set.relations
+    if not rows or len(set(labels.tolist())) < 2:
         raise ValueError(f"no calibration data for {model.kg.name}: need held-out positives and negatives")
-    triples = np.array([r[:3] for r in rows], dtype=np.int64)
-    labels = np.array([r[3] for r in rows], dtype=bool)
-    relations = [str(r) for r in triples[:, 1]]
     folds = fold_assignment(relations, labels)
-    features = LoadedModel(model).features(triples)
-    verified = verified_negatives(model.kg)
-    kinds = np.array(["true" if y else "verified" if t in verified else "corruptions"
-                      for t, y in zip(map(tuple, triples.tolist()), labels.tolist(), strict=True)])
-    structural, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True, kinds=kinds)
-    metrics = {"source": source, "n": len(rows), "positives": int(labels.sum()), "kind": _kind(structural),
+    features = LoadedModel(model).features(fit_set.triples)
+    structural, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True, kinds=fit_set.kinds)
+    metrics = {"source": fit_set.source, "n": len(rows), "positives": int(labels.sum()), "kind": _kind(structural),
                "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
     calibration = {key: value for key, value in (model.calibration or {}).items() if not key.startswith(("structural", "rules"))}
     calibration.update(structural.stored("structural"))
@@ -216,12 +242,20 @@ def _against_each_kind(probabilities: np.ndarray, relations: list[str], labels: 
     return {"against": against}
 
 
-def cross_validated_metrics(features: np.ndarray, relations: list[str], labels: np.ndarray) -> dict:
-    """The out-of-fold figures the structural calibration would get on these FEATURES — the better of
-    per-relation Platt scaling and boosted trees, as ``calibrate_structural`` chooses — and which one it is
-    (empty with too few labels)."""
+def against_each_kind_line(metrics: dict) -> str:
+    """The out-of-fold figures against each kind of negative, as a command prints them ("" with one kind)."""
+    return "".join(f"; against the {'verified negatives' if kind == 'verified' else kind} relation-matched "
+                   f"{figures['cross_validated_matched_accuracy']:.1%}, ECE {figures['cross_validated_ece']:.3f}"
+                   for kind, figures in (metrics.get("against") or {}).items())
+
+
+def cross_validated_metrics(features: np.ndarray, fit_set: FitSet) -> dict:
+    """The out-of-fold figures the structural calibration would get on these FEATURES of ``fit_set``'s
+    triples — the better of per-relation Platt scaling and boosted trees, as ``calibrate_structural`` chooses —
+    and which one it is (empty with too few labels)."""
+    relations, labels = fit_set.relations, fit_set.labels
     folds = fold_assignment(relations, labels)
     if folds is None:
         return {}
-    calibration, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True)
+    calibration, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True, kinds=fit_set.kinds)
     return {"kind": _kind(calibration), **metrics}

@@ -15,7 +15,7 @@ from verifier.management.lookup import kg_named
 from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
 from verifier.selectors import model_summary
 from verifier.structure import kge
-from verifier.structure.fitting import calibrate_structural
+from verifier.structure.fitting import against_each_kind_line, calibrate_structural
 from verifier.structure.training import TrainingError, learnt_triples, request_training, restorable, restore, train
 
 
@@ -26,10 +26,7 @@ def _calibration_line(calibration: dict) -> str:
     if "cross_validated_ece" in calibration:
         line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
                  f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
-    for kind, figures in (calibration.get("against") or {}).items():
-        line += (f"; against the {'verified negatives' if kind == 'verified' else kind} relation-matched "
-                 f"{figures['cross_validated_matched_accuracy']:.1%}, ECE {figures['cross_validated_ece']:.3f}")
-    return line
+    return line + against_each_kind_line(calibration)
 
 
 class Command(BaseCommand):
