@@ -166,6 +166,9 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     """Fit, store and activate a confidence model on labelled runs; their triples are recorded as fitted
     (an evaluation never draws them again). Cross-validated accuracy and ECE are reported.
 
+    Beside its own out-of-fold accuracy it reports the structural probability's alone on the same runs: a
+    weighing that does not beat it adds nothing the plausibility did not already say.
+
     Agent, reading-mode and evidence-mode runs may be pooled: the model's features (its answer, its probe,
     its sentence judgments) are 0 in an evidence or reading run, and its reading of the head's article is
     missing from an evidence run, so each such weight is fitted on the runs that have it while every run
@@ -205,7 +208,8 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
             "combined_accuracy": round(float(weighed_right.mean()), 4),
             "agent_runs": int(answered.sum()),
             "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
-            "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None}
+            "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None,
+            **_structural_alone(x, truth)}
     final = weights(np.arange(len(y)))
     fitted = {key: [fold_of.get(key), bool(label)] for key, (_, label) in triples.items()}
     with transaction.atomic():
@@ -216,6 +220,17 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
         put_in_force(model)
         record_fitted(model)
     return Fit(model, len(pairs), cross_validated)
+
+
+def _structural_alone(x: np.ndarray, truth: np.ndarray) -> dict:
+    """The comparator a weighing must beat: how often the structural probability alone (its stored value is
+    out of fold for the triples its calibration was fitted on) is on the right side of 0.5, over the runs
+    that have one."""
+    scored = x[:, FEATURES.index("structural_missing")] == 0
+    if not scored.any():
+        return {"structural_runs": 0, "structural_accuracy": None}
+    right = (x[scored, FEATURES.index("structural_logit")] > 0) == truth[scored]
+    return {"structural_runs": int(scored.sum()), "structural_accuracy": round(float(right.mean()), 4)}
 
 
 def record_fitted(model: ConfidenceModel) -> int:

@@ -51,6 +51,20 @@ def test_calibrate_fits_on_the_labelled_runs_records_them_and_reassesses(labelle
     assert true_run.confidence == pytest.approx(true_run.assessment["p_true"], abs=1e-4)  # verdict Correct
 
 
+def test_a_weighing_no_better_than_the_plausibility_alone_says_so_and_names_the_model_to_put_back(labelled, capsys):
+    """Every true triple's structural probability is above 0.5 and every false one's below: no weighing can
+    beat it, and the command says so with the model that was in force."""
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)
+    first = ConfidenceModel.objects.get(active=True)
+    capsys.readouterr()
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)
+    cross_validated = ConfidenceModel.objects.get(active=True).metrics["cross_validated"]
+    assert cross_validated["structural_runs"] == 40 and cross_validated["structural_accuracy"] == 1.0
+    out = capsys.readouterr().out
+    assert "The structural probability alone is right 100.0% of the time on its 40 runs: the weighing adds nothing" in out
+    assert f"put back with --activate {first.pk}." in out
+
+
 def test_a_fitted_triple_is_weighed_by_the_weights_fitted_without_it(labelled):
     call_command("calibrate", evaluations="fit-runs", no_reassess=True)
     model = ConfidenceModel.objects.get(active=True)
@@ -220,6 +234,6 @@ def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_
     evidence_vectors = [confidence.stored_evidence(run).vector() for run, _ in pairs if run.config.get("mode") == "evidence"]
     assert len(evidence_vectors) == 60 and all(v[0] == 0.0 for v in evidence_vectors)  # no model answered
     fitted = confidence.fit(pairs, kg=world_kg, source="pooled")
-    assert fitted.n == 100 and fitted.cross_validated["agent_runs"] == 40
+    assert fitted.n == 100 and fitted.cross_validated["agent_runs"] == 40 and fitted.cross_validated["structural_runs"] == 100
     assert fitted.model.coefficients[confidence.FEATURES.index("structural_logit")] > 0
     assert fitted.cross_validated["answer_accuracy"] == 0.5  # the agent answered Correct to every triple

@@ -14,6 +14,17 @@ from verifier.management.lookup import find_evaluation, kg_named
 from verifier.models import ConfidenceModel, Run
 
 
+def _against_structural(cv: dict, previous: ConfidenceModel | None) -> str:
+    """The structural probability alone on the same runs, and what to do when the weighing does not beat it."""
+    if cv.get("structural_accuracy") is None:
+        return ""
+    line = f" The structural probability alone is right {cv['structural_accuracy']:.1%} of the time on its {cv['structural_runs']} runs"
+    if cv["combined_accuracy"] > cv["structural_accuracy"]:
+        return line + "."
+    line += ": the weighing adds nothing to it on these runs"
+    return line + (f"; the model in force before can be put back with --activate {previous.pk}." if previous else ".")
+
+
 class Command(BaseCommand):
     help = "Fit the verdict confidence model on labelled agent and evidence-mode runs and re-assess finished runs."
 
@@ -60,6 +71,7 @@ class Command(BaseCommand):
         names = [find_evaluation(key).name for key in names]
         pairs = confidence.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
         source = ", ".join([*(f"evaluation {n}" for n in names), *(["reviewed runs"] if options["reviews"] else [])])
+        previous = confidence.active_model(kg.pk if kg else None)
         try:
             fitted = confidence.fit(pairs, kg=kg, source=source)
         except ValueError as exc:
@@ -70,7 +82,8 @@ class Command(BaseCommand):
             agent = (f"; on its {cv['agent_runs']} agent runs {cv['agent_combined_accuracy']:.1%}, where the model's own answers "
                      f"were right {cv['answer_accuracy']:.1%}" if cv["agent_runs"] else "")
             figures = (f"Cross-fitted over {cv['folds']} folds (each fitted triple is weighed by the weights fitted without it): "
-                       f"the weighed evidence is right {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}{agent}.")
+                       f"the weighed evidence is right {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}{agent}."
+                       f"{_against_structural(cv, previous)}")
         else:
             figures = "Too few true or false triples for folds: its triples are recorded as fitted, and no evaluation draws them."
         self.stdout.write(self.style.SUCCESS(
