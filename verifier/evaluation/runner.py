@@ -44,6 +44,7 @@ from verifier.structure.training import retrain_if_learnt
 
 HEARTBEAT_STALE = timedelta(seconds=10)
 RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
+QUICK_POLL = 0.05  # seconds: the driver's next look after a round in which runs ended or started
 SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
 STOPPED_NOTE = "stopped with evaluation {name}: its worker was stopped before the run ended; resuming gives it a fresh run"
 
@@ -205,39 +206,48 @@ class Progress:
 
 
 def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retries: int = 1) -> Progress:
-    """One round: queue runs for items that need one (up to ``concurrency`` in flight), report progress."""
-    items = list(EvaluationItem.objects.filter(evaluation=evaluation).select_related("run", "task").order_by("position", "repeat"))
+    """One round: queue runs for items that need one (up to ``concurrency`` in flight), report progress. It reads
+    each item's run status as plain values (a round runs several times a second while runs end quickly) and loads
+    only the items it starts."""
+    rows = (EvaluationItem.objects.filter(evaluation=evaluation).order_by("position", "repeat")
+            .values_list("pk", "task_id", "run_id", "run__status", "run__verdict", "expected_label"))
     in_flight, needs_run, finished = [], [], []
-    for item in items:
-        if item.run is not None and item.run.status in Run.IN_FLIGHT:
-            in_flight.append(item)
-        elif item.run is None or (item.run.status in RETRIED and retries[item.pk] < max_retries):
-            needs_run.append(item)
+    for row in rows:
+        pk, _, run_id, status, _, _ = row
+        if run_id is not None and status in Run.IN_FLIGHT:
+            in_flight.append(row)
+        elif run_id is None or (status in RETRIED and retries[pk] < max_retries):
+            needs_run.append(row)
         else:
-            finished.append(item)
+            finished.append(row)
     # One run in flight per task (start_run's rule): the repeats of a triple run one after another, and a triple
     # another evaluation (or a curator) is verifying waits for that run to end.
-    busy = {item.task_id for item in in_flight} | set(
-        Run.objects.filter(task_id__in={item.task_id for item in needs_run}).in_flight().values_list("task_id", flat=True))
+    busy = {task_id for _, task_id, *_ in in_flight} | set(
+        Run.objects.filter(task_id__in={task_id for _, task_id, *_ in needs_run}).in_flight().values_list("task_id", flat=True))
     starting = []
-    for item in needs_run:
+    for pk, task_id, run_id, *_ in needs_run:
         if len(starting) >= max(0, concurrency - len(in_flight)):
             break
-        if item.task_id not in busy:
-            starting.append(item)
-            busy.add(item.task_id)
-    for item in starting:
-        if item.run is not None:
-            retries[item.pk] += 1
-        _start(evaluation, item)
-    right = sum(1 for i in finished if i.run.verdict == ("correct" if i.expected_label else "incorrect"))
-    failed = sum(1 for i in finished if i.run.status != Run.Status.SUCCEEDED)
-    return Progress(len(items), len(finished), len(in_flight) + len(starting), right, failed)
+        if task_id not in busy:
+            starting.append((pk, run_id))
+            busy.add(task_id)
+    items = EvaluationItem.objects.select_related("task").in_bulk([pk for pk, _ in starting])
+    for pk, run_id in starting:
+        if run_id is not None:
+            retries[pk] += 1
+        _start(evaluation, items[pk])
+    right = sum(1 for *_, status, verdict, label in finished if verdict == ("correct" if label else "incorrect"))
+    failed = sum(1 for *_, status, _, _ in finished if status != Run.Status.SUCCEEDED)
+    return Progress(len(rows), len(finished), len(in_flight) + len(starting), right, failed)
 
 
 def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float = 1.0, progress: bool = True,
           force: bool = False, max_retries: int = 1, log: Callable[[str], None] = print) -> Evaluation:
-    """Run the evaluation to its end (see the module docstring) and store its metrics."""
+    """Run the evaluation to its end (see the module docstring) and store its metrics.
+
+    It looks again soon after a round in which runs ended or started (a model-free run takes a fraction of a
+    second, so waiting a whole ``poll`` between rounds would idle the workers most of the time) and backs off to
+    ``poll`` while nothing changes (an agent run takes tens of seconds)."""
     _claim(evaluation, force)
     concurrency = concurrency or evaluation.concurrency
     superseded = supersede_orphans(evaluation)
@@ -249,7 +259,8 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
     redraw_every = poll if sys.stderr.isatty() else 60.0
     bar = tqdm(total=evaluation.items.count(), desc=evaluation.name, unit="run", disable=not progress, dynamic_ncols=True,
                mininterval=redraw_every)
-    redrawn = time.monotonic()
+    redrawn = beat = time.monotonic()
+    wait, last = QUICK_POLL, None
     try:
         while True:
             state = step(evaluation, retries, concurrency=concurrency, max_retries=max_retries)
@@ -260,8 +271,12 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
                 redrawn = time.monotonic()
             if state.done == state.total:
                 break
-            Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=timezone.now())
-            time.sleep(poll)
+            if time.monotonic() - beat >= 1.0:
+                Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=timezone.now())
+                beat = time.monotonic()
+            wait = QUICK_POLL if (state.done, state.in_flight) != last else min(poll, wait * 2)
+            last = (state.done, state.in_flight)
+            time.sleep(wait)
     except BaseException:
         _record_session(evaluation, session_started, Evaluation.Status.INTERRUPTED)
         raise
