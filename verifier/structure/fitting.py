@@ -66,7 +66,7 @@ def labelled_dataset(kg: KnowledgeGraph):
 @dataclass
 class FitSet:
     """The labelled triples a structural calibration is fitted on, one row per triple, and where they come
-    from; each negative's kind ("verified" by hand, or a type-constrained "corruption")."""
+    from; a negative is either verified by hand (``verified``) or a type-constrained corruption."""
 
     rows: LabelledRows
     source: str
@@ -103,9 +103,8 @@ def structural_fit_set(model: StructuralModel) -> FitSet:
     return FitSet(list(unique.values()), source, verified)
 
 
-def _verified_negatives(kg: KnowledgeGraph, dataset=None) -> set[tuple[int, int, int]]:
+def _verified_negatives(kg: KnowledgeGraph, dataset) -> set[tuple[int, int, int]]:
     """The row triples of the KG's dataset's verified negatives (empty when it ships none)."""
-    dataset = dataset or labelled_dataset(kg)
     if dataset is None or not dataset.negatives:
         return set()
     return {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.negatives)}
