@@ -209,7 +209,7 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
             "agent_runs": int(answered.sum()),
             "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
             "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None,
-            **_structural_alone(x, truth)}
+            **_structural_alone(x, truth, weighed_right)}
     final = weights(np.arange(len(y)))
     fitted = {key: [fold_of.get(key), bool(label)] for key, (_, label) in triples.items()}
     with transaction.atomic():
@@ -222,15 +222,16 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
     return Fit(model, len(pairs), cross_validated)
 
 
-def _structural_alone(x: np.ndarray, truth: np.ndarray) -> dict:
-    """The comparator a weighing must beat: how often the structural probability alone (its stored value is
-    out of fold for the triples its calibration was fitted on) is on the right side of 0.5, over the runs
-    that have one."""
+def _structural_alone(x: np.ndarray, truth: np.ndarray, weighed_right: np.ndarray) -> dict:
+    """The comparator a weighing must beat, over the runs that have a structural probability: how often that
+    probability alone (its stored value is out of fold for the triples its calibration was fitted on) is on the
+    right side of 0.5, and how often the weighing (out of fold) is right on the same runs."""
     scored = x[:, FEATURES.index("structural_missing")] == 0
     if not scored.any():
-        return {"structural_runs": 0, "structural_accuracy": None}
+        return {"structural_runs": 0, "structural_accuracy": None, "weighed_accuracy_on_structural_runs": None}
     right = (x[scored, FEATURES.index("structural_logit")] > 0) == truth[scored]
-    return {"structural_runs": int(scored.sum()), "structural_accuracy": round(float(right.mean()), 4)}
+    return {"structural_runs": int(scored.sum()), "structural_accuracy": round(float(right.mean()), 4),
+            "weighed_accuracy_on_structural_runs": round(float(weighed_right[scored].mean()), 4)}
 
 
 def record_fitted(model: ConfidenceModel) -> int:

@@ -61,7 +61,8 @@ def test_a_weighing_no_better_than_the_plausibility_alone_says_so_and_names_the_
     cross_validated = ConfidenceModel.objects.get(active=True).metrics["cross_validated"]
     assert cross_validated["structural_runs"] == 40 and cross_validated["structural_accuracy"] == 1.0
     out = capsys.readouterr().out
-    assert "The structural probability alone is right 100.0% of the time on its 40 runs: the weighing adds nothing" in out
+    assert "On its 40 runs with a structural probability, that probability alone is right 100.0% of the time" in out
+    assert "the weighing adds nothing to it on these runs" in out
     assert f"put back with --activate {first.pk}." in out
 
 

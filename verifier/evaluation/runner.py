@@ -236,8 +236,8 @@ def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retr
         if run_id is not None:
             retries[pk] += 1
         _start(evaluation, items[pk])
-    right = sum(1 for *_, status, verdict, label in finished if verdict == ("correct" if label else "incorrect"))
-    failed = sum(1 for *_, status, _, _ in finished if status != Run.Status.SUCCEEDED)
+    right = sum(1 for *_, verdict, label in finished if verdict == ("correct" if label else "incorrect"))
+    failed = sum(1 for _, _, _, status, _, _ in finished if status != Run.Status.SUCCEEDED)
     return Progress(len(rows), len(finished), len(in_flight) + len(starting), right, failed)
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from django.conf import settings
@@ -72,19 +73,19 @@ class FitSet:
     source: str
     verified: set[tuple[int, int, int]] = field(default_factory=set)
 
-    @property
+    @cached_property
     def triples(self) -> np.ndarray:
         return np.array([r[:3] for r in self.rows], dtype=np.int64).reshape(-1, 3)
 
-    @property
+    @cached_property
     def labels(self) -> np.ndarray:
         return np.array([r[3] for r in self.rows], dtype=bool)
 
-    @property
+    @cached_property
     def relations(self) -> list[str]:
         return [str(r[1]) for r in self.rows]
 
-    @property
+    @cached_property
     def kinds(self) -> np.ndarray:
         """Each row's kind: "true", "verified" or "corruptions"."""
         return np.array(["true" if y else "verified" if (h, r, t) in self.verified else "corruptions"

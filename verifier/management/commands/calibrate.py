@@ -18,8 +18,9 @@ def _against_structural(cv: dict, previous: ConfidenceModel | None) -> str:
     """The structural probability alone on the same runs, and what to do when the weighing does not beat it."""
     if cv.get("structural_accuracy") is None:
         return ""
-    line = f" The structural probability alone is right {cv['structural_accuracy']:.1%} of the time on its {cv['structural_runs']} runs"
-    if cv["combined_accuracy"] > cv["structural_accuracy"]:
+    line = (f" On its {cv['structural_runs']} runs with a structural probability, that probability alone is right "
+            f"{cv['structural_accuracy']:.1%} of the time (the weighing {cv['weighed_accuracy_on_structural_runs']:.1%})")
+    if cv["weighed_accuracy_on_structural_runs"] > cv["structural_accuracy"]:
         return line + "."
     line += ": the weighing adds nothing to it on these runs"
     return line + (f"; the model in force before can be put back with --activate {previous.pk}." if previous else ".")
