@@ -18,11 +18,15 @@ in the prompt. ``--probe verdict`` (the agent's article reading): the tail's des
 answered in one word, its log-odds of Correct against Incorrect read from the first token
 (``weighing.probe_logit``). ``--probe choice``: which of five values is the head's <relation> — the
 claimed tail and the four the embedding prefers, shuffled — answered with a letter, the claimed option's
-log-probability (renormalised over the letters) kept; a choice has no yes-bias. Reported: the probe's ROC AUC, its correlation with the
-plausibility's logit, and the cross-validated accuracy of the plausibility with and without it on those
-pairs. Each answer is cached in ``--cache`` so an interrupted run resumes.
+log-probability (renormalised over the letters) kept; a choice has no yes-bias. ``--probe cloze`` (the
+embedded model's weights read directly: an OpenAI-compatible endpoint does not return a prompt's
+log-probabilities): how much more likely the model finds the claimed tail after "the <relation> of <head> is"
+than after "the <relation> of this entity is" — pointwise mutual information, which discounts values likely
+for anyone (a country, a common occupation) and asks the model what it knows about this head. Reported:
+the probe's ROC AUC, its correlation with the plausibility's logit, and the cross-validated accuracy of the
+plausibility with and without it on those pairs. Each answer is cached in ``--cache`` so an interrupted run resumes.
 
-    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100 [--probe choice]
+    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100 [--probe choice|cloze]
 """
 
 from __future__ import annotations
@@ -111,11 +115,6 @@ def probes(triples: np.ndarray, chosen: list[int], cache: Path, kind: str, model
     """The configured model's answer for each chosen triple (cached by probe and triple): the one-word
     verdict's log-odds, or in a multiple choice among the claimed tail and the graph's preferred values the
     claimed option's log-probability."""
-    from kgv_web.embedded_llm import provide_local_llm
-    from verifier.wiring import build_llm
-
-    provide_local_llm()
-    llm = build_llm(use_grammar=False)
     answers = json.loads(cache.read_text()) if cache.exists() else {}
     rows = triples[chosen]
     options = {i: choice_options(model, *triples[i].tolist()) for i in chosen} if kind == "choice" else {}
@@ -128,11 +127,20 @@ def probes(triples: np.ndarray, chosen: list[int], cache: Path, kind: str, model
     def key(i: int) -> str:
         return "\t".join([kind, *map(str, triples[i].tolist())])
 
-    for done, i in enumerate(chosen):
-        if key(i) in answers:
-            continue
+    if kind == "cloze":
+        pmi = cloze_scorer()
+    else:
+        from kgv_web.embedded_llm import provide_local_llm
+        from verifier.wiring import build_llm
+
+        provide_local_llm()
+        llm = build_llm(use_grammar=False)
+
+    def ask(i: int) -> float | None:
         head, relation, tail = (int(v) for v in triples[i])
         h, t = entities[head], entities[tail]
+        if kind == "cloze":
+            return pmi(h.label, relations[relation], t.label)
         opening = opening_of(passages.get(head, h.description or ""))
         if kind == "choice":
             labels = [entities[e].label for e in options[i]]
@@ -145,14 +153,45 @@ def probes(triples: np.ndarray, chosen: list[int], cache: Path, kind: str, model
         first = llm.complete(messages, temperature=0, max_tokens=1, top_logprobs=10).first_token_logprobs
         if kind == "choice":
             chosen_log_probs = choice_log_probs(first, CHOICE_LETTERS[:len(labels)])
-            answers[key(i)] = None if chosen_log_probs is None else chosen_log_probs[options[i].index(tail)]
-        else:
-            answers[key(i)] = probe_logit(first)
+            return None if chosen_log_probs is None else chosen_log_probs[options[i].index(tail)]
+        return probe_logit(first)
+
+    for done, i in enumerate(chosen):
+        if key(i) in answers:
+            continue
+        answers[key(i)] = ask(i)
         if done % 10 == 9:
             cache.write_text(json.dumps(answers))
             print(f"  probed {done + 1}/{len(chosen)}", flush=True)
     cache.write_text(json.dumps(answers))
     return {i: answers[key(i)] for i in chosen}
+
+
+def cloze_scorer():
+    """(head, relation, tail labels) → log P(tail | "the <relation> of <head> is") − log P(tail | "the <relation> of
+    this entity is"), summed over the tail's tokens, with the embedded model's weights (llama.cpp)."""
+    from llama_cpp import Llama
+
+    from kgv_web.embedded_llm import DEFAULT_MODEL, model_file
+
+    name = os.environ.get("KGV_LOCAL_MODEL", "").strip() or DEFAULT_MODEL
+    llm = Llama(model_path=str(model_file(name)), n_ctx=256, n_threads=os.cpu_count(), logits_all=True,
+                verbose=False)
+
+    def answer_log_prob(prefix: str, answer: str) -> float:
+        context = llm.tokenize(prefix.encode(), add_bos=False)
+        tokens = llm.tokenize(answer.encode(), add_bos=False)
+        llm.reset()
+        llm.eval(context + tokens)
+        logits = np.array(llm.scores[: len(context) + len(tokens)])
+        log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        return float(sum(log_probs[len(context) + k - 1, token] for k, token in enumerate(tokens)))
+
+    def pmi(head: str, relation: str, tail: str) -> float:
+        return (answer_log_prob(f"Fact: the {relation} of {head} is", f" {tail}.")
+                - answer_log_prob(f"Fact: the {relation} of this entity is", f" {tail}."))
+
+    return pmi
 
 
 def choice_options(model: LoadedModel, head: int, relation: int, tail: int) -> list[int]:
@@ -168,9 +207,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kg", help="name of a loaded KG with a ready structural model")
     parser.add_argument("--probe-pairs", type=int, default=0, help="relation-matched pairs to ask the language model")
-    parser.add_argument("--probe", choices=["verdict", "choice"], default="verdict",
+    parser.add_argument("--probe", choices=["verdict", "choice", "cloze"], default="verdict",
                         help="verdict: a one-word Correct/Incorrect; choice: pick the head's value among the claimed tail "
-                             "and the embedding's four preferred values")
+                             "and the embedding's four preferred values; cloze: the embedded model's likelihood of the "
+                             "tail after the head against after any entity")
     parser.add_argument("--cache", type=Path, default=Path("reports/verdict-signals-probe.json"))
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
@@ -200,8 +240,9 @@ def main() -> None:
         print(f"probe: {len(index)} of {len(chosen)} answered; AUC {roc_auc_score(truth, probe):.3f} "
               f"(plausibility {roc_auc_score(truth, structural):.3f}), correlation with the plausibility's logit "
               f"{np.corrcoef(probe, structural)[0, 1]:.2f}, "
-              + (f"leaning Correct on {float((probe > 0).mean()):.0%}" if args.probe == "verdict"
-                 else f"the claimed value above even odds on {float((probe > math.log(0.5)).mean()):.0%}"))
+              + {"verdict": f"leaning Correct on {float((probe > 0).mean()):.0%}",
+                 "choice": f"the claimed value above even odds on {float((probe > math.log(0.5)).mean()):.0%}",
+                 "cloze": f"the claimed value likelier after the head on {float((probe > 0).mean()):.0%}"}[args.probe])
         position = {i: k for k, i in enumerate(chosen)}
         pair_folds = np.array([position[i] // 2 % 5 for i in index])  # a pair's two triples share a fold
         for name, x in [("plausibility", structural[:, None]), ("plausibility + probe", np.column_stack([structural, probe]))]:
