@@ -175,10 +175,13 @@ def cloze_scorer():
     from kgv_web.embedded_llm import DEFAULT_MODEL, model_file
 
     name = os.environ.get("KGV_LOCAL_MODEL", "").strip() or DEFAULT_MODEL
-    llm = Llama(model_path=str(model_file(name)), n_ctx=256, n_threads=os.cpu_count(), logits_all=True,
-                verbose=False)
+    loaded: list[Llama] = []  # loaded on the first triple not in the cache
 
     def answer_log_prob(prefix: str, answer: str) -> float:
+        if not loaded:
+            loaded.append(Llama(model_path=str(model_file(name)), n_ctx=256, n_threads=os.cpu_count(), logits_all=True,
+                                verbose=False))
+        llm = loaded[0]
         context = llm.tokenize(prefix.encode(), add_bos=False)
         tokens = llm.tokenize(answer.encode(), add_bos=False)
         llm.reset()
@@ -242,7 +245,8 @@ def main() -> None:
               f"{np.corrcoef(probe, structural)[0, 1]:.2f}, "
               + {"verdict": f"leaning Correct on {float((probe > 0).mean()):.0%}",
                  "choice": f"the claimed value above even odds on {float((probe > math.log(0.5)).mean()):.0%}",
-                 "cloze": f"the claimed value likelier after the head on {float((probe > 0).mean()):.0%}"}[args.probe])
+                 "cloze": f"the claimed value likelier after the head on {float((probe > 0).mean()):.0%}"}[args.probe],
+              flush=True)
         position = {i: k for k, i in enumerate(chosen)}
         pair_folds = np.array([position[i] // 2 % 5 for i in index])  # a pair's two triples share a fold
         for name, x in [("plausibility", structural[:, None]), ("plausibility + probe", np.column_stack([structural, probe]))]:
@@ -250,7 +254,7 @@ def main() -> None:
             for k in range(5):
                 fit, held = pair_folds != k, pair_folds == k
                 out[held] = LogisticRegression().fit(x[fit], truth[fit]).predict_proba(x[held])[:, 1]
-            print(f"  {name:30s} accuracy on the probed pairs {float(((out >= 0.5) == truth).mean()):.3f}")
+            print(f"  {name:30s} accuracy on the probed pairs {float(((out >= 0.5) == truth).mean()):.3f}", flush=True)
 
 
 if __name__ == "__main__":
