@@ -112,9 +112,9 @@ def matched_pairs(triples: np.ndarray, labels: np.ndarray, n: int, seed: int = 0
 
 
 def probes(triples: np.ndarray, chosen: list[int], cache: Path, kind: str, model: LoadedModel) -> dict[int, float | None]:
-    """The configured model's answer for each chosen triple (cached by probe and triple): the one-word
+    """The model's answer for each chosen triple (cached by probe and triple): the configured model's one-word
     verdict's log-odds, or in a multiple choice among the claimed tail and the graph's preferred values the
-    claimed option's log-probability."""
+    claimed option's log-probability; for ``cloze``, the embedded model's likelihood ratio (``cloze_scorer``)."""
     answers = json.loads(cache.read_text()) if cache.exists() else {}
     rows = triples[chosen]
     options = {i: choice_options(model, *triples[i].tolist()) for i in chosen} if kind == "choice" else {}
