@@ -32,6 +32,7 @@ plausibility with and without it on those pairs. Each answer is cached in ``--ca
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -175,20 +176,21 @@ def cloze_scorer():
     from kgv_web.embedded_llm import DEFAULT_MODEL, model_file
 
     name = os.environ.get("KGV_LOCAL_MODEL", "").strip() or DEFAULT_MODEL
-    loaded: list[Llama] = []  # loaded on the first triple not in the cache
+
+    @functools.cache  # loaded on the first triple not in the cache
+    def model() -> Llama:
+        return Llama(model_path=str(model_file(name)), n_ctx=256, n_threads=os.cpu_count(), logits_all=True, verbose=False)
 
     def answer_log_prob(prefix: str, answer: str) -> float:
-        if not loaded:
-            loaded.append(Llama(model_path=str(model_file(name)), n_ctx=256, n_threads=os.cpu_count(), logits_all=True,
-                                verbose=False))
-        llm = loaded[0]
+        llm = model()
         context = llm.tokenize(prefix.encode(), add_bos=False)
         tokens = llm.tokenize(answer.encode(), add_bos=False)
         llm.reset()
         llm.eval(context + tokens)
-        logits = np.array(llm.scores[: len(context) + len(tokens)])
+        # the logits after each token before an answer token: the answer's tokens' distributions, nothing else
+        logits = np.asarray(llm.scores[len(context) - 1: len(context) + len(tokens) - 1])
         log_probs = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-        return float(sum(log_probs[len(context) + k - 1, token] for k, token in enumerate(tokens)))
+        return float(log_probs[np.arange(len(tokens)), tokens].sum())
 
     def pmi(head: str, relation: str, tail: str) -> float:
         return (answer_log_prob(f"Fact: the {relation} of {head} is", f" {tail}.")
