@@ -173,9 +173,9 @@ def cloze_scorer():
     this entity is"), summed over the tail's tokens, with the embedded model's weights (llama.cpp)."""
     from llama_cpp import Llama
 
-    from kgv_web.embedded_llm import DEFAULT_MODEL, model_file
+    from kgv_web.embedded_llm import local_model_name, model_file
 
-    name = os.environ.get("KGV_LOCAL_MODEL", "").strip() or DEFAULT_MODEL
+    name = local_model_name()
 
     @functools.cache  # loaded on the first triple not in the cache
     def model() -> Llama:

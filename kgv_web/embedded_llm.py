@@ -271,6 +271,14 @@ class EmbeddedLLM:
 # --------------------------------------------------------------------------------------------------
 
 
+def local_model_name() -> str:
+    """The local model to serve: ``KGV_LOCAL_MODEL``, or ``DEFAULT_MODEL`` when it is unset or blank."""
+    name = os.environ.get("KGV_LOCAL_MODEL", "").strip() or DEFAULT_MODEL
+    if name not in MODELS:
+        raise EmbeddedServiceError(f"KGV_LOCAL_MODEL={name!r} is not a local model; choose one of {', '.join(MODELS)}")
+    return name
+
+
 def provide_local_llm() -> str | None:
     """Start (or attach to) the local model server unless an endpoint is configured; return its URL.
 
@@ -283,9 +291,7 @@ def provide_local_llm() -> str | None:
         return os.environ["LLM_BASE_URL"]
     if os.environ.get("KGV_LOCAL_LLM", "").strip().lower() in {"off", "0", "false", "no"}:
         return None
-    name = os.environ.get("KGV_LOCAL_MODEL", "").strip() or DEFAULT_MODEL
-    if name not in MODELS:
-        raise EmbeddedServiceError(f"KGV_LOCAL_MODEL={name!r} is not a local model; choose one of {', '.join(MODELS)}")
+    name = local_model_name()
     # One directory per model: switching KGV_LOCAL_MODEL never attaches to the other model's server.
     server = EmbeddedLLM(embedded_dir() / "llm" / name, name).start()
     os.environ["LLM_BASE_URL"] = server.url

@@ -251,3 +251,15 @@ def test_missing_weights_name_the_package_and_the_install_command(monkeypatch: p
 def test_unknown_model_lists_the_known_ones() -> None:
     with pytest.raises(EmbeddedServiceError, match="qwen2.5-coder-1.5b, smollm2-135m"):
         model_file("gpt-17")
+
+
+def test_local_model_name_defaults_when_unset_or_blank_and_refuses_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KGV_LOCAL_MODEL", raising=False)
+    assert embedded_llm.local_model_name() == embedded_llm.DEFAULT_MODEL
+    monkeypatch.setenv("KGV_LOCAL_MODEL", "  ")
+    assert embedded_llm.local_model_name() == embedded_llm.DEFAULT_MODEL
+    monkeypatch.setenv("KGV_LOCAL_MODEL", f" {TEST_MODEL} ")
+    assert embedded_llm.local_model_name() == TEST_MODEL
+    monkeypatch.setenv("KGV_LOCAL_MODEL", "gpt-17")
+    with pytest.raises(EmbeddedServiceError, match="KGV_LOCAL_MODEL='gpt-17' is not a local model"):
+        embedded_llm.local_model_name()

@@ -237,7 +237,7 @@ def step(evaluation: Evaluation, retries: Counter, *, concurrency: int, max_retr
             retries[pk] += 1
         _start(evaluation, items[pk])
     right = sum(1 for *_, verdict, label in finished if verdict == ("correct" if label else "incorrect"))
-    failed = sum(1 for _, _, _, status, _, _ in finished if status != Run.Status.SUCCEEDED)
+    failed = sum(1 for *_, status, _, _ in finished if status != Run.Status.SUCCEEDED)
     return Progress(len(rows), len(finished), len(in_flight) + len(starting), right, failed)
 
 
