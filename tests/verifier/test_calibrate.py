@@ -94,6 +94,13 @@ def test_too_few_labelled_runs_are_refused_with_the_reason(world_kg):
     assert not ConfidenceModel.objects.exists()
 
 
+def test_runs_on_a_test_split_are_never_fitted_on(labelled):
+    held_out = Evaluation.objects.create(name="test-split", kg=labelled.kg, benchmark="codex-s-test", sample_size=40, mode="agent")
+    with pytest.raises(CommandError, match="test-split: runs on a test split are held out from every fit"):
+        call_command("calibrate", evaluations=f"fit-runs,{held_out.pk}")
+    assert not ConfidenceModel.objects.exists()
+
+
 def test_an_evaluation_name_that_does_not_exist_is_named(labelled):
     with pytest.raises(CommandError, match="no evaluation 'no-such-evaluation'"):
         call_command("calibrate", evaluations="fit-runs,no-such-evaluation")

@@ -4,6 +4,8 @@
   negatives are dominated by one relation; unmatched, the relation alone would give the label away).
 - ``fb15k-237``: FB15k-237 valid positives, each paired with a type-constrained negative made from it
   (see verifier/evaluation/sampling.py).
+- ``codex-s-test``, ``fb15k-237-test``: the same over the datasets' test splits, where their files are present
+  (they do not ship with the data; nothing is ever fitted on them).
 - a file of triples (CSV or TSV, by ids, labels or aliases, as ``import_tasks`` reads them): with a label
   column every row must have a label and the rows are sampled as given; without labels the rows are
   positives and get type-constrained negatives like FB15k-237.
@@ -70,12 +72,23 @@ class _Dataset:
     kg_name: str
     positives: str  # path relative to KGV_DATA_DIR
     negatives: str | None = None
+    split: str = "valid"  # calibrations and early stopping use the validation split; a test split only benchmarks
+
+    def files(self) -> list[str]:
+        return [path for path in (self.positives, self.negatives) if path]
 
 
 DATASETS = {
     "codex-s": _Dataset("codex-s", "codex-s/triples/valid.txt", "codex-s/triples/valid_negatives.txt"),
     "fb15k-237": _Dataset("fb15k-237", "fb15k-237/valid.txt"),
+    "codex-s-test": _Dataset("codex-s", "codex-s/triples/test.txt", "codex-s/triples/test_negatives.txt", split="test"),
+    "fb15k-237-test": _Dataset("fb15k-237", "fb15k-237/test.txt", split="test"),
 }
+
+
+def validation_dataset(kg_name: str) -> _Dataset | None:
+    """The dataset entry of a KG's validation split, the one labelled data is fitted on (None: not a dataset)."""
+    return next((d for d in DATASETS.values() if d.kg_name == kg_name and d.split == "valid"), None)
 
 
 def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None, data_dir: Path | None = None,
@@ -90,11 +103,16 @@ def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None,
     dataset = DATASETS.get(spec)
     if dataset is not None:
         kg = _kg(kg_name or dataset.kg_name)
+        missing = [path for path in dataset.files() if not (data_dir / path).is_file()]
+        if missing:
+            hint = "; the dataset ships without its test split: copy it there to benchmark on it" if dataset.split == "test" else ""
+            raise BenchmarkError(f"{spec} needs {' and '.join(missing)} in {data_dir} (KGV_DATA_DIR){hint}")
         positives = read_rows(kg, data_dir / dataset.positives)
+        also_true = _validation_positives(dataset, kg, data_dir) if dataset.split != "valid" else set()
         if dataset.negatives:
             negatives = read_rows(kg, data_dir / dataset.negatives)
-            return _matched(spec, kg, positives, negatives, n, rng)
-        return _sampled(spec, kg, positives, n, rng, types)
+            return _matched(spec, kg, positives, negatives, n, rng, also_true)
+        return _sampled(spec, kg, positives, n, rng, types, also_true)
     path = Path(spec)
     if not path.is_file():
         raise BenchmarkError(f"unknown benchmark {spec!r}: not one of {', '.join(DATASETS)} and not a file")
@@ -103,8 +121,16 @@ def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None,
     kg = _kg(kg_name)
     rows = read_rows(kg, path, check_labels=True)
     if all(row.label is None for row in rows):
-        return _sampled(spec, kg, rows, n, rng, types)
+        return _sampled(spec, kg, rows, n, rng, types, set())
     return _labelled(spec, kg, rows, n, rng)
+
+
+def _validation_positives(split: _Dataset, kg: KnowledgeGraph, data_dir: Path) -> set[Triple]:
+    """True triples of the dataset's validation split: another split's negatives must not be any of them."""
+    dataset = validation_dataset(split.kg_name)
+    if dataset is None or not (data_dir / dataset.positives).is_file():
+        return set()
+    return set(map(_key, read_rows(kg, data_dir / dataset.positives)))
 
 
 def _kg(name: str) -> KnowledgeGraph:
@@ -166,11 +192,11 @@ def fitted_triples(kg: KnowledgeGraph) -> set[Triple]:
 
 
 def _matched(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], negatives: list[ResolvedRow], n: int,
-             rng: random.Random) -> Benchmark:
+             rng: random.Random, also_true: set[Triple]) -> Benchmark:
     in_kg = kg_triple_set(kg)
     fitted = fitted_triples(kg)
     pos_keys = [k for k in distinct(map(_key, positives)) if k not in in_kg and k not in fitted]
-    true_keys = set(pos_keys)
+    true_keys = set(pos_keys) | also_true
     neg_keys = [k for k in distinct(map(_key, negatives)) if k not in in_kg and k not in true_keys and k not in fitted]
     pairs = relation_matched_pairs(pos_keys, neg_keys, n // 2, rng)
     pos_origin = _origins(positives, DATASETS[spec].positives.rsplit("/", 1)[-1])
@@ -196,11 +222,11 @@ def type_keys(kg: KnowledgeGraph, scheme: str, kg_triples: set[Triple]) -> tuple
 
 
 def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int, rng: random.Random,
-             types: str) -> Benchmark:
+             types: str, also_true: set[Triple]) -> Benchmark:
     in_kg = kg_triple_set(kg)
     keys, scheme = type_keys(kg, types, in_kg)
     external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
-    known_true = {_key(row) for row in positives}
+    known_true = {_key(row) for row in positives} | also_true
     fitted = fitted_triples(kg)
     sampler = NegativeSampler(keys, in_kg | known_true | fitted, sort_key=external.__getitem__)
     pool = [k for k in distinct(map(_key, positives)) if k not in in_kg and k not in fitted]
@@ -240,9 +266,8 @@ def _checked(benchmark: Benchmark, n: int) -> Benchmark:
 
 def dataset_validation(kg: KnowledgeGraph) -> np.ndarray | None:
     """Row-id triples of the dataset's own validation split (not in the KG), when the KG is a known dataset."""
-    for dataset in DATASETS.values():
-        if dataset.kg_name == kg.name and (settings.KGV_DATA_DIR / dataset.positives).is_file():
-            in_kg = kg_triple_set(kg)
-            rows = {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
-            return np.array(sorted(rows - in_kg), dtype=np.int64).reshape(-1, 3)
-    return None
+    dataset = validation_dataset(kg.name)
+    if dataset is None or not (settings.KGV_DATA_DIR / dataset.positives).is_file():
+        return None
+    rows = set(map(_key, read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)))
+    return np.array(sorted(rows - kg_triple_set(kg)), dtype=np.int64).reshape(-1, 3)

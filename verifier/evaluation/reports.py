@@ -40,8 +40,9 @@ def accuracy_interval(figures: dict) -> str:
 
 
 def benchmark_title(evaluation: Evaluation) -> str:
-    if evaluation.benchmark in DATASETS:
-        return evaluation.kg.title or evaluation.benchmark
+    if (dataset := DATASETS.get(evaluation.benchmark)) is not None:
+        title = evaluation.kg.title or dataset.kg_name
+        return title if dataset.split == "valid" else f"{title} ({dataset.split} split)"
     return Path(evaluation.benchmark).name
 
 

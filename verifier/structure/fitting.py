@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from verifier.evaluation.datasets import DATASETS, kg_triple_set, read_rows, type_keys
+from verifier.evaluation.datasets import kg_triple_set, read_rows, type_keys, validation_dataset
 from verifier.evaluation.sampling import NegativeSampler
 from verifier.models import Entity, FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
 from verifier.structure.calibration import (
@@ -57,11 +57,12 @@ CORRUPTED_SHARE = 0.25
 
 
 def labelled_dataset(kg: KnowledgeGraph):
-    """The dataset entry (verifier/evaluation/datasets.py) with validation triples for this KG whose files
-    are present, if any (one with verified negatives first)."""
-    own = [dataset for dataset in DATASETS.values() if dataset.kg_name == kg.name
-           and all((settings.KGV_DATA_DIR / path).is_file() for path in (dataset.positives, dataset.negatives) if path)]
-    return next((dataset for dataset in own if dataset.negatives), next(iter(own), None))
+    """The dataset entry (verifier/evaluation/datasets.py) of this KG's validation split, if its files are
+    present. Never a test split: those only benchmark."""
+    dataset = validation_dataset(kg.name)
+    if dataset is None or not all((settings.KGV_DATA_DIR / path).is_file() for path in dataset.files()):
+        return None
+    return dataset
 
 
 @dataclass

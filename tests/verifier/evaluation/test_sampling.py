@@ -6,7 +6,7 @@ from itertools import islice
 
 import pytest
 
-from verifier.evaluation.datasets import build_benchmark
+from verifier.evaluation.datasets import BenchmarkError, build_benchmark
 from verifier.evaluation.sampling import (
     NegativeSampler,
     corrupted_pairs,
@@ -16,7 +16,7 @@ from verifier.evaluation.sampling import (
 )
 from verifier.kg.loader import load_source
 from verifier.kg.sources import read_tsv_triples
-from verifier.models import Entity, Triple
+from verifier.models import Entity, KnowledgeGraph, Triple
 
 # A toy KG: people born in cities, cities in countries.
 KG = {("ada", "born_in", "london"), ("alan", "born_in", "london"), ("marie", "born_in", "warsaw"),
@@ -155,3 +155,44 @@ def test_declared_types_drive_sampling_on_a_typed_kg(codex_subset, tmp_path, db)
         assert negative.key not in in_kg
         (changed,) = [i for i in (0, 2) if positive.key[i] != negative.key[i]]
         assert types[positive.key[changed]] == types[negative.key[changed]] and types[negative.key[changed]]
+
+
+def test_a_test_split_benchmarks_its_own_pairs_and_never_calls_a_validation_fact_false(data_dir, tmp_path, db, settings):
+    from verifier.structure.fitting import labelled_dataset
+
+    source = data_dir / "codex-s" / "triples"
+    kg_lines = (source / "train.txt").read_text(encoding="utf-8").splitlines()[:8000]
+    (tmp_path / "kg.tsv").write_text("\n".join(kg_lines) + "\n")
+    kg = load_source(read_tsv_triples(tmp_path / "kg.tsv", name="codex-split"), embed=False).kg
+    entities = {part for line in kg_lines for part in line.split("\t")[::2]}
+    positives = [line for line in (source / "valid.txt").read_text(encoding="utf-8").splitlines()
+                 if set(line.split("\t")[::2]) <= entities]
+    negatives = [line for line in (source / "valid_negatives.txt").read_text(encoding="utf-8").splitlines()
+                 if set(line.split("\t")[::2]) <= entities]
+    folder = tmp_path / "codex-s" / "triples"
+    folder.mkdir(parents=True)
+    settings.KGV_DATA_DIR = tmp_path
+    with pytest.raises(BenchmarkError, match="codex-s-test needs codex-s/triples/test.txt and .* without its test split"):
+        build_benchmark("codex-s-test", n=20, seed=0, kg_name=kg.name, data_dir=tmp_path)
+
+    # the real validation pairs cut in two: the first half stays validation, the second becomes a test split whose
+    # negatives also hold the first half's positives (true facts of the dataset, never to be drawn as false)
+    half = len(positives) // 2
+    (folder / "test.txt").write_text("\n".join(positives[half:]) + "\n")
+    (folder / "test_negatives.txt").write_text("\n".join(negatives + positives[:half]) + "\n")
+    codex = KnowledgeGraph(name="codex-s")  # what a calibration of the loaded CoDEx-S would be fitted on
+    assert labelled_dataset(codex) is None  # a test split alone is nothing to fit on
+    (folder / "valid.txt").write_text("\n".join(positives[:half]) + "\n")
+    (folder / "valid_negatives.txt").write_text("\n".join(negatives) + "\n")
+    assert labelled_dataset(codex).split == "valid"
+
+    benchmark = build_benchmark("codex-s-test", n=60, seed=2, kg_name=kg.name, data_dir=tmp_path)
+    validation_true = {tuple(line.split("\t")) for line in positives[:half]}
+    external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
+    relation = dict(kg.relations.values_list("id", "external_id"))
+    drawn = {t: (external[t.head_id], relation[t.relation_id], external[t.tail_id]) for t in benchmark.triples}
+    assert len(drawn) == 60 and sum(t.label for t in drawn) == 30
+    assert all(t.origin.startswith("test.txt:") for t in drawn if t.label)
+    assert all(t.origin.startswith("test_negatives.txt:") and key not in validation_true for t, key in drawn.items() if not t.label)
+    validation = build_benchmark("codex-s", n=60, seed=2, kg_name=kg.name, data_dir=tmp_path)
+    assert all(t.origin.startswith("valid") for t in validation.triples)

@@ -53,7 +53,8 @@ class Command(BaseCommand):
     help = "Evaluate a configuration of the agent (or a baseline) on a benchmark; resumable."
 
     def add_arguments(self, parser):
-        parser.add_argument("--benchmark", help="codex-s | fb15k-237 | a CSV/TSV file of triples (with --kg) | "
+        parser.add_argument("--benchmark", help="codex-s | fb15k-237 (validation splits) | codex-s-test | fb15k-237-test "
+                                                "(test splits, where present) | a CSV/TSV file of triples (with --kg) | "
                                                 "a claims .jsonl (with --kg; manage.py claims_benchmark writes one)")
         parser.add_argument("--kg", help="the KG of a benchmark file (default: the dataset's own)")
         parser.add_argument("--n", type=int, default=100, help="labelled triples to draw (half true, half false)")
