@@ -29,6 +29,14 @@ def test_observations_writing_the_query_triple_as_an_edge_are_leaks():
                                       "Passage: Douglas Adams was an English author from the United Kingdom."])
 
 
+def test_where_another_entity_shares_a_label_only_the_ids_can_tell_a_leak():
+    # the KG's edge to another entity labelled "United Kingdom" reads like the claim, and is not it
+    other = ["[E1] (Douglas Adams) -> [country of citizenship] -> (United Kingdom)"]
+    assert item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q999"}], other)
+    assert not item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q999"}], other, shared_label=True)
+    assert item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q145"}], other, shared_label=True)
+
+
 @pytest.mark.django_db
 def test_a_real_agent_run_never_sees_the_triple_under_test_although_the_kg_holds_it(world_kg):
     kg = world_kg
