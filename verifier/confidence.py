@@ -42,7 +42,19 @@ from verifier.agent.weighing import (
     evidence_from,
     unweighed,
 )
-from verifier.models import ConfidenceModel, Entity, EvaluationItem, FitTriple, KnowledgeGraph, Relation, Review, Run, SupportItem
+from verifier.evaluation.datasets import HELD_OUT_BENCHMARKS
+from verifier.models import (
+    ConfidenceModel,
+    Entity,
+    Evaluation,
+    EvaluationItem,
+    FitTriple,
+    KnowledgeGraph,
+    Relation,
+    Review,
+    Run,
+    SupportItem,
+)
 from verifier.structure.calibration import expected_calibration_error, fold_assignment
 
 
@@ -132,8 +144,14 @@ def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict
 def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tuple[Run, bool]]:
     """(run, whether its triple is true) for the weighed modes' finished runs of the named evaluations (an
     agent run with an answer; every evidence- or reading-mode run, whose features need no answer) and, with ``reviews``,
-    every agent run a reviewer settled as Correct or Incorrect (its latest verdict)."""
+    every agent run a reviewer settled as Correct or Incorrect (its latest verdict). Runs of a test-split benchmark
+    are held out: naming such an evaluation is a ValueError, and reviews of its runs are skipped."""
 
+    held_out = sorted(Evaluation.objects.filter(name__in=list(evaluations), benchmark__in=HELD_OUT_BENCHMARKS)
+                      .values_list("name", flat=True))
+    if held_out:
+        raise ValueError(f"{', '.join(held_out)}: runs on a test split are held out from every fit; calibrate on "
+                         "evaluations of a validation split (codex-s, fb15k-237) or of a labelled file")
     found: dict[int, tuple[Run, bool]] = {}
     items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED)
              .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail"))
@@ -143,6 +161,7 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
             found[item.run_id] = (item.run, item.expected_label)
     if reviews:
         settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED)
+                   .exclude(run__evaluation_items__evaluation__benchmark__in=HELD_OUT_BENCHMARKS)
                    .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail")
                    .order_by("run_id", "-created_at", "-id"))
         latest: dict[int, Review] = {}

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from verifier import confidence
 from verifier.agent.weighing import FEATURES, Evidence
 from verifier.evaluation.datasets import fitted_triples
-from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Run, SupportItem, VerificationTask
+from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Review, Run, SupportItem, VerificationTask
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +99,17 @@ def test_runs_on_a_test_split_are_never_fitted_on(labelled):
     with pytest.raises(CommandError, match="test-split: runs on a test split are held out from every fit"):
         call_command("calibrate", evaluations=f"fit-runs,{held_out.pk}")
     assert not ConfidenceModel.objects.exists()
+
+
+def test_reviews_of_runs_on_a_test_split_are_skipped(labelled, django_user_model):
+    reviewer = django_user_model.objects.create_user("reviewer-h")
+    kept, held = [item.run for item in labelled.items.order_by("position")[:2]]
+    held_out = Evaluation.objects.create(name="test-split", kg=labelled.kg, benchmark="fb15k-237-test", sample_size=2, mode="agent")
+    EvaluationItem.objects.create(evaluation=held_out, task=held.task, expected_label=True, position=0, run=held)
+    for run in (kept, held):
+        Review.objects.create(run=run, reviewer=reviewer, decision=Review.Decision.ACCEPT, verdict="correct")
+    reviewed = {run.pk for run, _ in confidence.labelled_runs(reviews=True)}
+    assert kept.pk in reviewed and held.pk not in reviewed
 
 
 def test_an_evaluation_name_that_does_not_exist_is_named(labelled):

@@ -86,6 +86,10 @@ DATASETS = {
 }
 
 
+# Benchmarks over a test split: their runs are never fitted on (``calibrate`` refuses them, reviews of them are skipped).
+HELD_OUT_BENCHMARKS = frozenset(spec for spec, dataset in DATASETS.items() if dataset.split != "valid")
+
+
 def validation_dataset(kg_name: str) -> _Dataset | None:
     """The dataset entry of a KG's validation split, the one labelled data is fitted on (None: not a dataset)."""
     return next((d for d in DATASETS.values() if d.kg_name == kg_name and d.split == "valid"), None)
