@@ -5,9 +5,8 @@ the figures describe the investigations a curator can open, not numbers kept on 
 
 Anti-leakage: the tools must never show the triple under test (or its reverse reading) as a KG edge.
 Each run is checked twice over its log: the structured support items (triples and path edges, by
-ids) and the text of every observation (the edge written as the tools write KG facts). Text names entities
-by label, so where the head or the tail shares its label with another entity of the KG (FB15k-237 has seven
-Washington Counties) the text cannot tell the claim from that entity's edges, and only the ids are checked. Structural
+ids) and the text of every observation (the edge written as the tools write KG facts: by label, and where
+another entity of the KG shares the label, as FB15k-237's seven Washington Counties do, by label and id). Structural
 evidence is checked too: every embedding model that scored a run's triple (its plausibility items name
 the model) must have been trained without it, and no evaluated triple may be one that a calibration,
 the confidence model or the memory bank was fitted on.
@@ -16,7 +15,7 @@ the confidence model or the memory bank was fitted on.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from django.db.models import Count
 
@@ -25,7 +24,8 @@ from verifier.evaluation import metrics
 from verifier.evaluation.datasets import fitted_triples
 from verifier.evaluation.metrics import Outcome
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
-from verifier.models import Entity, Evaluation, EvaluationItem, Run, Step, StructuralModel, SupportItem
+from verifier.kg.store import shared_labels
+from verifier.models import Evaluation, EvaluationItem, Run, Step, StructuralModel, SupportItem
 from verifier.selectors import light_models
 from verifier.structure.scoring import trained_on
 from verifier.tools import render
@@ -37,27 +37,27 @@ def query_of(item: EvaluationItem) -> Claim:
                        task.head.label, task.relation.label, task.tail.label)
 
 
-def edge_texts(query: Claim) -> list[str]:
-    """Every way an observation writes the query triple (either reading) as a KG edge or path hop."""
+def edge_texts(query: Claim, shared: Collection[str] = ()) -> list[str]:
+    """Every way an observation writes the query triple (either reading) as a KG edge or path hop; ``shared``:
+    the labels other entities of the KG carry too, written with the entity's id."""
     texts = []
-    head, relation, tail = Ref(query.head, query.head_label), Ref(query.relation, query.relation_label), Ref(query.tail, query.tail_label)
+    head = Ref(query.head, query.head_label).marked(shared)
+    relation, tail = Ref(query.relation, query.relation_label), Ref(query.tail, query.tail_label).marked(shared)
     for edge in (Edge(head, relation, tail), Edge(tail, relation, head)):
         texts += [render.triple(edge), render.edge_from(edge.head.id, edge), render.edge_from(edge.tail.id, edge),
                   render.path(KGPath((PathStep(edge, False),)))]
     return list(dict.fromkeys(texts))
 
 
-def item_leaks(query: Claim, payloads: Iterable[dict], observations: Iterable[str], *, shared_label: bool = False) -> bool:
-    """True when a support item or an observation of the run holds the query triple as a KG edge.
-    ``shared_label``: another entity is labelled as the head or the tail, so only the support items' ids can tell."""
+def item_leaks(query: Claim, payloads: Iterable[dict], observations: Iterable[str], *, shared: Collection[str] = ()) -> bool:
+    """True when a support item or an observation of the run holds the query triple as a KG edge (``shared``: as
+    for ``edge_texts``)."""
     leaking = query.leaking_edges
     for payload in payloads:
         edges = payload.get("edges") or [[payload.get("head"), payload.get("relation"), payload.get("tail")]]
         if any(tuple(edge) in leaking for edge in edges if len(edge) == 3):
             return True
-    if shared_label:
-        return False
-    texts = edge_texts(query)
+    texts = edge_texts(query, shared)
     return any(text in observation for observation in observations for text in texts)
 
 
@@ -76,7 +76,7 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
     payloads, observations = _evidence(run_ids)
     scored_by = _scoring_models(run_ids)
     fitted = fitted_triples(evaluation.kg)
-    shared = _shared_labels(evaluation, done)
+    shared = shared_labels(evaluation.kg_id, (label for item in done for label in (item.task.head.label, item.task.tail.label)))
     outcomes = []
     for item in done:
         run = item.run
@@ -96,7 +96,7 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
             latency_s=_latency(run),
             memories=memories.get(run.pk, 0),
             leaked=item_leaks(query_of(item), payloads.get(run.pk, []), observations.get(run.pk, []),
-                              shared_label=bool({item.task.head.label, item.task.tail.label} & shared)),
+                              shared=shared),
             model_saw_it=any(trained_on(model, *_rows(item)) for model in scored_by.get(run.pk, ())),
             fitted=_rows(item) in fitted,
             confidence=run.confidence if succeeded else None,
@@ -113,13 +113,6 @@ def figures(evaluation: Evaluation) -> dict:
     computed["models"] = sorted(set(Run.objects.filter(evaluation_items__evaluation=evaluation).exclude(model="")
                                     .values_list("model", flat=True)))
     return computed
-
-
-def _shared_labels(evaluation: Evaluation, items: list[EvaluationItem]) -> set[str]:
-    """The labels of the items' heads and tails that more than one entity of the KG carries."""
-    labels = {label for item in items for label in (item.task.head.label, item.task.tail.label)}
-    return set(Entity.objects.filter(kg=evaluation.kg, label__in=labels).values("label").annotate(n=Count("id"))
-               .filter(n__gt=1).values_list("label", flat=True))
 
 
 def _rows(item: EvaluationItem) -> tuple[int, int, int]:

@@ -8,7 +8,8 @@ about prompts. Ids are the KG's own external ids (``Q42``, ``P27``, ``/m/02mjmr`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, runtime_checkable
 
 MatchKind = Literal["id", "exact", "alias", "fuzzy", "embedding"]
@@ -21,14 +22,24 @@ class BackendError(RuntimeError):
 
 @dataclass(frozen=True)
 class Ref:
-    """An entity, relation or type by id, with its label for display."""
+    """An entity, relation or type by id, with its label for display. ``shared``: another entity of the KG
+    carries the same label (FB15k-237 has four Jackson Counties), so where it is written the id must be too."""
 
     id: str
     label: str = ""
+    shared: bool = field(default=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.label or self.id
+
+    @property
+    def distinct_name(self) -> str:
+        """The name, followed by the id where the label alone does not tell which entity it is."""
+        return f"{self.label} [{self.id}]" if self.shared and self.label else self.name
+
+    def marked(self, shared_labels: Collection[str]) -> Ref:
+        return replace(self, shared=True) if self.label and self.label in shared_labels else self
 
 
 def _refs_text(refs: list[Ref]) -> str:

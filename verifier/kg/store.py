@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db import connection
+from django.db.models import Count
 from django.db.models.functions import Lower
 
 from verifier.kg import pathsearch
@@ -189,7 +190,7 @@ class PostgresKG:
             )
             rows = cursor.fetchall()
         edges = [Edge(Ref(h, hl), Ref(r, rl), Ref(t, tl)) for h, hl, r, rl, t, tl in rows]
-        return [e for e in edges if e.ids not in exclude][:limit]
+        return self._marked([e for e in edges if e.ids not in exclude][:limit])
 
     def _edges(self, raw: Iterable[_RawEdge]) -> list[Edge]:
         raw = list(raw)
@@ -199,7 +200,14 @@ class PostgresKG:
                     Entity.objects.filter(pk__in=entity_ids).values_list("pk", "external_id", "label")}
         relations = {pk: Ref(ext, label) for pk, ext, label in
                      Relation.objects.filter(pk__in=relation_ids).values_list("pk", "external_id", "label")}
-        return [Edge(entities[h], relations[r], entities[t]) for h, r, t in raw]
+        return self._marked([Edge(entities[h], relations[r], entities[t]) for h, r, t in raw])
+
+    def _marked(self, edges: list[Edge]) -> list[Edge]:
+        """The edges with every end whose label another entity of the KG carries marked as shared."""
+        shared = shared_labels(self.kg.pk, (ref.label for edge in edges for ref in (edge.head, edge.tail)))
+        if not shared:
+            return edges
+        return [Edge(edge.head.marked(shared), edge.relation, edge.tail.marked(shared)) for edge in edges]
 
     # ---------------------------------------------------------------------------------- paths
 
@@ -233,6 +241,18 @@ class PostgresKG:
             strict=True,
         ))
         return [KGPath(tuple(PathStep(edges[e], forward) for e, forward in path)) for path in raw_paths]
+
+
+def shared_labels(kg_id: int, labels: Iterable[str]) -> set[str]:
+    """Those of ``labels`` that more than one entity of the KG carries (ignoring case): where such a label is
+    written, only the id tells its entities apart."""
+    labels = {label for label in labels if label}
+    if not labels:
+        return set()
+    found = set(Entity.objects.filter(kg_id=kg_id).annotate(lowered=Lower("label"))
+                .filter(lowered__in={label.lower() for label in labels})
+                .values("lowered").annotate(n=Count("id")).filter(n__gt=1).values_list("lowered", flat=True))
+    return {label for label in labels if label.lower() in found}
 
 
 def _candidate(obj, match, score: float) -> Candidate:

@@ -21,6 +21,7 @@ from typing import Literal
 from django.db import connection
 
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
+from verifier.kg.store import shared_labels
 from verifier.models import EntityType, KnowledgeGraph, Relation
 from verifier.structure.rules import Atom, RowTriple, describe_rule
 
@@ -250,10 +251,12 @@ def _other_values(h: int, r: int, t: int, *, tails: bool, heads: bool, limit: in
         return [(side, (head, r, tail)) for side, head, tail in cursor.fetchall()]
 
 
-def _entities(rows: set[int]) -> dict[int, tuple[Ref, tuple[str, ...]]]:
+def _entities(kg: KnowledgeGraph, rows: set[int]) -> dict[int, tuple[Ref, tuple[str, ...]]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT id, external_id, label, types FROM verifier_entity WHERE id = ANY(%s)", [sorted(rows)])
-        return {pk: (Ref(ext, label), tuple(types or ())) for pk, ext, label, types in cursor.fetchall()}
+        found = cursor.fetchall()
+    shared = shared_labels(kg.pk, (label for _, _, label, _ in found))
+    return {pk: (Ref(ext, label).marked(shared), tuple(types or ())) for pk, ext, label, types in found}
 
 
 class _Grounder:
@@ -331,7 +334,7 @@ def rule_evidence(kg: KnowledgeGraph, head_row: int, relation_row: int, tail_row
               if edge not in leaking]
     rows = {h, t} | {z for _, z in supporting_rows if z is not None}
     rows |= {x for _, z, y in competing_rows for x in (z, y) if x is not None} | {x for _, e in others for x in (e[0], e[2])}
-    entities = _entities(rows)
+    entities = _entities(kg, rows)
     ground = _Grounder(entities, relations, leaking)
     supporting = _supporting(rules, supporting_rows, h, t, ground)
     competing = _competing(rules, competing_rows, h, ground)

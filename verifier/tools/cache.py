@@ -22,8 +22,13 @@ class ToolCache(Protocol):
     def set(self, key: str, value: dict) -> None: ...
 
 
+# Raised whenever tools write their results differently (2: ids beside labels other entities share), so no
+# result cached in an older notation is shown beside new ones.
+RESULTS_FORMAT = 2
+
+
 def cache_key(kg_version: str, tool: str, arguments: dict[str, str], exclude: frozenset) -> str:
-    material = json.dumps([kg_version, tool, sorted(arguments.items()), sorted(exclude)], ensure_ascii=False)
+    material = json.dumps([RESULTS_FORMAT, kg_version, tool, sorted(arguments.items()), sorted(exclude)], ensure_ascii=False)
     return "kgv:tool:" + hashlib.sha256(material.encode()).hexdigest()
 
 

@@ -45,17 +45,17 @@ def _rule_item(match: RuleMatch, relation: Ref, line: str, role: str, source: st
 def _rule_line(match: RuleMatch, *, competing: bool = False) -> str:
     rule = match.rule
     measures = f"PCA confidence {rule.pca_confidence:.2f}, support {rule.support}"
-    predicts = f" predicts {match.value.name} instead" if competing else ""
+    predicts = f" predicts {match.value.distinct_name} instead" if competing else ""
     return f"Rule #{rule.id} ({measures}){predicts}: {rule.text} — here: {_paths(match.groundings)}"
 
 
 def _other_value_line(other: OtherValue, relation: str) -> str:
     edge = other.fact.path.edges[0]
     if other.side == "tail":
-        whose = f"{edge.head.name} already has another one"
+        whose = f"{edge.head.distinct_name} already has another one"
         kind = "one object per subject"
     else:
-        whose = f"{edge.tail.name} already has another subject"
+        whose = f"{edge.tail.distinct_name} already has another subject"
         kind = "one subject per object"
     return (f"[{relation}] is near-functional ({kind} in {other.functionality:.0%} of its facts) and {whose}: "
             f"{render.path(other.fact.path)}")
@@ -65,7 +65,7 @@ def _violation_line(violation: TypeViolation, relation: str) -> str:
     names = lambda refs: ", ".join(r.name for r in refs)  # noqa: E731
     origin = " (derived from the KG's facts, not declared)" if violation.derived else ""
     end = "subject" if violation.side == "domain" else "object"
-    return (f"Type mismatch: {violation.entity.name} has types {names(violation.entity_types)}, none of the {end} types of "
+    return (f"Type mismatch: {violation.entity.distinct_name} has types {names(violation.entity_types)}, none of the {end} types of "
             f"[{relation}]: {names(violation.expected)}{origin}")
 
 
@@ -75,7 +75,7 @@ def _for(evidence: RuleEvidence, source: str) -> tuple[list[str], list[EvidenceI
         return [f"Evidence for: none of the {evidence.rules_of_relation} rule(s) mined for [{relation.name}] holds here."], []
     count = len(evidence.supporting_confidences)
     shown = f", {len(evidence.supporting)} shown" if count > len(evidence.supporting) else ""
-    lines = [f"Evidence for ({count} rule(s) whose body holds between {head.name} and {tail.name}, best first{shown}):"]
+    lines = [f"Evidence for ({count} rule(s) whose body holds between {head.distinct_name} and {tail.distinct_name}, best first{shown}):"]
     items = []
     for match in evidence.supporting:
         lines.append(_rule_line(match))

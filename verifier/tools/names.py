@@ -6,6 +6,7 @@ for the id, which the model can then pass back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from verifier.kg.base import Candidate
@@ -15,6 +16,8 @@ MAX_CANDIDATES = 5
 # A fuzzy or semantic match is taken alone only when it is good and clearly ahead of the next one.
 MIN_CONFIDENT_SCORE = 0.45
 MIN_LEAD = 0.15
+# How observations write an entity whose label another entity shares: "Jackson County [/m/0nf3h]".
+WRITTEN_WITH_ID = re.compile(r"(?P<label>.*\S)\s*\[(?P<id>[^\[\]\s]+)\]")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,13 @@ def _decide(text: str, kind: str, candidates: list[Candidate], kg_name: str) -> 
 
 
 def resolve_entity(ctx: ToolContext, text: str) -> Resolved | Unresolved:
+    written = WRITTEN_WITH_ID.fullmatch(text.strip())
+    if written:
+        # A name copied from an observation with its id: the id says which entity; an unknown id leaves the label.
+        by_id = [c for c in ctx.kg.find_entities(written["id"], limit=1) if c.match == "id"]
+        if by_id:
+            return Resolved(by_id[0].id, by_id[0].label)
+        text = written["label"]
     query = ctx.query
     if query is not None:
         # The entities of the triple under test are meant whenever their own names are used.

@@ -6,7 +6,7 @@ from verifier.kg.base import Edge, KGPath, Ref
 
 
 def node(ref: Ref) -> str:
-    return f"({ref.name})"
+    return f"({ref.distinct_name})"
 
 
 def edge_from(anchor_id: str, edge: Edge) -> str:

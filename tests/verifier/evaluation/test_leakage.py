@@ -29,12 +29,14 @@ def test_observations_writing_the_query_triple_as_an_edge_are_leaks():
                                       "Passage: Douglas Adams was an English author from the United Kingdom."])
 
 
-def test_where_another_entity_shares_a_label_only_the_ids_can_tell_a_leak():
-    # the KG's edge to another entity labelled "United Kingdom" reads like the claim, and is not it
-    other = ["[E1] (Douglas Adams) -> [country of citizenship] -> (United Kingdom)"]
-    assert item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q999"}], other)
-    assert not item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q999"}], other, shared_label=True)
-    assert item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q145"}], other, shared_label=True)
+def test_where_another_entity_shares_a_label_the_text_is_matched_with_the_id():
+    # tools write a label another entity carries with its id, so the edge to the other "United Kingdom" is not the claim
+    other = ["[E1] (Douglas Adams) -> [country of citizenship] -> (United Kingdom [Q999])"]
+    assert "(Douglas Adams) -> [country of citizenship] -> (United Kingdom [Q145])" in edge_texts(QUERY, {"United Kingdom"})
+    assert not item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q999"}], other, shared={"United Kingdom"})
+    assert item_leaks(QUERY, [], ["[E1] (United Kingdom [Q145]) <- [country of citizenship] <- (Douglas Adams)"],
+                      shared={"United Kingdom"})
+    assert item_leaks(QUERY, [{"head": "Q42", "relation": "P27", "tail": "Q145"}], other, shared={"United Kingdom"})
 
 
 @pytest.mark.django_db

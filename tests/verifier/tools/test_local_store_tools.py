@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from verifier.kg.store import PostgresKG
+from verifier.kg.store import PostgresKG, shared_labels
 from verifier.tools.base import ToolContext
 from verifier.tools.registry import Toolbox
 from verifier.tools.wiki_evidence import OPENING_CHARS, opening_of
@@ -108,6 +108,19 @@ def test_the_reverse_reading_of_the_query_triple_is_withheld(world_kg):
     ctx = ToolContext(kg=PostgresKG(world_kg), query=query)
     assert "-> [country of citizenship] ->" not in call(ctx, "KG_Neighbor", "Q42").text
     assert "-[country of citizenship]-" not in call(ctx, "KG_Path", "Q145", "Q42").text
+
+
+def test_a_label_another_entity_carries_is_written_with_its_id(world):
+    # Two entities are labelled Paris: the France of a KG fact is the capital's, and the line says which Paris.
+    text = call(world, "KG_Neighbor", "France").text
+    assert "(France) <- [country] <- (Paris [Q90])" in text
+    assert "(Paris)" not in text and "[Q142]" not in text  # France is the KG's only France
+    assert "(Paris [Q90]) -[country]-> (France)" in call(world, "KG_Path", "Q90", "France").text
+    assert shared_labels(world.kg.kg.pk, ["Paris", "paris", "France", ""]) == {"Paris", "paris"}
+    # copied back into a tool call, the name with its id means that entity; an unknown id leaves the name
+    assert call(world, "KG_Definition", "Paris [Q830149]").text.startswith("Entity Profile: Q830149")
+    assert "'Paris' is ambiguous" in call(world, "KG_Definition", "Paris [Q1]").text
+    assert call(world, "KG_Definition", "Cambridge [Q1]").text.startswith("Entity Profile: Q350")
 
 
 # ------------------------------------------------------------------ KG_Path
