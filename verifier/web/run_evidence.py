@@ -3,6 +3,7 @@ run's task in the curator's queue."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from django.db import connection
@@ -54,7 +55,11 @@ class SubgraphBuilder:
                 self.edge(head, relation, tail, relations.get(relation, ""), key=item.key, cited=item.cited)
 
     def as_dict(self) -> dict:
-        return {"nodes": list(self.nodes.values()), "edges": list(self.edges.values())}
+        """Nodes whose label another node of the drawing carries too are labelled with their id as well."""
+        counts = Counter(node["label"] for node in self.nodes.values())
+        nodes = [{**node, "label": f"{node['label']} [{node['id']}]"} if counts[node["label"]] > 1 else node
+                 for node in self.nodes.values()]
+        return {"nodes": nodes, "edges": list(self.edges.values())}
 
 
 def support_subgraph(run: Run) -> dict:

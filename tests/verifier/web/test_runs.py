@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
 from verifier.models import Review, Run, VerificationTask
+from verifier.web.run_evidence import SubgraphBuilder
 
 pytestmark = pytest.mark.django_db
 
@@ -133,6 +134,16 @@ def test_subgraph_of_a_run_that_cites_nothing_yet_shows_everything_retrieved(mak
     finished.support_items.update(cited=False)
     data = client_for(make_user, "viewer").get(reverse("run-graph", args=[finished.pk])).json()
     assert ("Q42", "Q142") in {(e["source"], e["target"]) for e in data["edges"]} and data["cited_only"] is False
+
+
+def test_subgraph_nodes_sharing_a_label_are_told_apart_by_their_ids():
+    graph = SubgraphBuilder()
+    graph.node("Q90", "Paris", query=True)
+    graph.node("Q830149", "Paris")
+    graph.node("Q142", "France")
+    graph.edge("Q90", "P17", "Q142", "country")
+    labels = {node["id"]: node["label"] for node in graph.as_dict()["nodes"]}
+    assert labels == {"Q90": "Paris [Q90]", "Q830149": "Paris [Q830149]", "Q142": "France"}
 
 
 # ---- review ----------------------------------------------------------------------------------------
