@@ -59,11 +59,13 @@ def _decide(text: str, kind: str, candidates: list[Candidate], kg_name: str) -> 
 def resolve_entity(ctx: ToolContext, text: str) -> Resolved | Unresolved:
     written = WRITTEN_WITH_ID.fullmatch(text.strip())
     if written:
-        # A name copied from an observation with its id: the id says which entity; an unknown id leaves the label.
+        # A name copied from an observation with its id: the id says which entity. An unknown id leaves the
+        # label, unless the whole text is itself a label ("Op. 9 [live]").
         by_id = [c for c in ctx.kg.find_entities(written["id"], limit=1) if c.match == "id"]
         if by_id:
             return Resolved(by_id[0].id, by_id[0].label)
-        text = written["label"]
+        if not any(c.match in ("exact", "alias") for c in ctx.kg.find_entities(text, limit=1)):
+            text = written["label"]
     query = ctx.query
     if query is not None:
         # The entities of the triple under test are meant whenever their own names are used.
