@@ -8,11 +8,14 @@ about prompts. Ids are the KG's own external ids (``Q42``, ``P27``, ``/m/02mjmr`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, runtime_checkable
 
 MatchKind = Literal["id", "exact", "alias", "fuzzy", "embedding"]
+# How ``Ref.distinct_name`` writes an entity whose label another entity shares, read back: "Jackson County [/m/0nf3h]".
+WRITTEN_WITH_ID = re.compile(r"(?P<label>.*\S)\s*\[(?P<id>[^\[\]\s]+)\]")
 
 
 class BackendError(RuntimeError):

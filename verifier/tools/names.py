@@ -6,18 +6,15 @@ for the id, which the model can then pass back.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from verifier.kg.base import Candidate
+from verifier.kg.base import WRITTEN_WITH_ID, Candidate
 from verifier.tools.base import ToolContext
 
 MAX_CANDIDATES = 5
 # A fuzzy or semantic match is taken alone only when it is good and clearly ahead of the next one.
 MIN_CONFIDENT_SCORE = 0.45
 MIN_LEAD = 0.15
-# How observations write an entity whose label another entity shares: "Jackson County [/m/0nf3h]".
-WRITTEN_WITH_ID = re.compile(r"(?P<label>.*\S)\s*\[(?P<id>[^\[\]\s]+)\]")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import Lag, Lead
 from django.http import QueryDict
 
+from verifier.kg.base import Ref
 from verifier.models import Agreement, Review, Run, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.queue_filters import QueueFilterError, filter_tasks
 
@@ -57,8 +58,8 @@ class SubgraphBuilder:
     def as_dict(self) -> dict:
         """Nodes whose label another node of the drawing carries too are labelled with their id as well."""
         counts = Counter(node["label"] for node in self.nodes.values())
-        nodes = [{**node, "label": f"{node['label']} [{node['id']}]"} if counts[node["label"]] > 1 else node
-                 for node in self.nodes.values()]
+        nodes = [{**node, "label": Ref(node["id"], node["label"], shared=True).distinct_name} if counts[node["label"]] > 1
+                 else node for node in self.nodes.values()]
         return {"nodes": nodes, "edges": list(self.edges.values())}
 
 
