@@ -28,6 +28,17 @@ def test_fb15k_folder_is_recognised(data_dir):
     assert not head.endswith("\r") and not tail.endswith("\r"), "CRLF line ends are stripped"
     denton = next(e for e in source.entities if e.external_id == "/m/010016")
     assert denton.label == "Denton" and denton.description == "city in Texas, United States"
+    acted = next(r for r in source.relations if r.external_id == "/film/actor/film./film/performance/film")
+    assert (acted.label, acted.description) == ("appeared in film", "An actor or person to a film they performed in.")
+    assert acted.aliases == ["film actor film. film performance film"], "the dataset's phrase stays an alias"
+
+
+def test_fb15k_relations_all_have_readable_unique_labels(data_dir):
+    source = detect_source(data_dir / "fb15k-237")
+    assert len(source.relations) == 237 and not source.problems
+    labels = [r.label for r in source.relations]
+    assert len(set(labels)) == len(labels), "a label names one relation"
+    assert all(r.description and "." not in r.label for r in source.relations), "no relation keeps a Freebase path phrase"
 
 
 def test_malformed_tsv_lines_are_reported_with_file_and_line(tmp_path):
