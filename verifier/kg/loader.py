@@ -2,7 +2,8 @@
 
 The whole import is one transaction: a malformed line, a bad reference or an interrupted load leaves
 the store exactly as it was. Loading the same files twice changes nothing (every insert is an upsert on
-the natural keys), and passages whose text did not change keep their embeddings.
+the natural keys), and passages whose text did not change keep their embeddings. A load that changes no
+triple keeps what was learnt from the triples (structural models, mined rules) for the new version.
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ from tqdm import tqdm
 from verifier.errors import ApplicationError
 from verifier.kg.sources import KGSource, Problem
 from verifier.memory import encoder
-from verifier.models import Entity, EntityType, KnowledgeGraph, Passage, Relation, Triple
+from verifier.models import (
+    Entity,
+    EntityType,
+    KnowledgeGraph,
+    MemoryEntry,
+    MinedRule,
+    Passage,
+    Relation,
+    StructuralModel,
+    Triple,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +57,7 @@ class LoadReport:
     added: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     embedded_passages: int = 0
+    facts_changed: bool = True  # False: the same triples as before, so the structural model and rules carried over
 
     def summary(self) -> str:
         parts = [f"{name}: {self.counts[name]:,} (+{self.added.get(name, 0):,})" for name in self.counts]
@@ -149,6 +161,7 @@ def load_source(
         )
         report.kg = kg
         before = _counts(kg)
+        facts_before = _facts(cursor, kg)
         if replace:
             Triple.objects.filter(kg=kg).delete()
 
@@ -182,6 +195,13 @@ def load_source(
             _stage(cursor, "stage_relations", "external_id text, label text, description text, aliases text[]")
             _copy(cursor, "stage_relations", "external_id, label, description, aliases",
                   ((r.external_id, r.label, r.description, r.aliases) for r in source.relations))
+            # A renamed relation keeps its memories: retrieval prefers the claim's relation by its label.
+            cursor.execute(
+                f"""UPDATE {_table(MemoryEntry)} m SET relation_label = s.label
+                FROM {_table(Relation)} r JOIN stage_relations s ON s.external_id = r.external_id
+                WHERE r.kg_id = %s AND m.kg_id = %s AND m.relation_label = r.label AND s.label <> r.label""",
+                [kg.pk, kg.pk],
+            )
             cursor.execute(
                 f"""INSERT INTO {_table(Relation)} (kg_id, external_id, label, description, aliases, domain, range, schema_source)
                 SELECT DISTINCT ON (external_id) %s, external_id, label, description, aliases, '{{}}', '{{}}', ''
@@ -225,8 +245,11 @@ def load_source(
 
         if source.problems:  # problems found in files read after the triples
             raise ImportRejected(source.problems)
+        report.facts_changed = _facts(cursor, kg) != facts_before
         KnowledgeGraph.objects.filter(pk=kg.pk).update(version=F("version") + 1, loaded_at=timezone.now())
         kg.refresh_from_db()
+        if not report.facts_changed:
+            _carry_over_structure(kg)
         after = _counts(kg)
         report.counts = after
         report.added = {name: after[name] - before[name] for name in after}
@@ -330,6 +353,25 @@ def embed_relation_labels(kg: KnowledgeGraph, *, batch_size: int = 64) -> int:
         relation.embedding = vector
     Relation.objects.bulk_update(missing, ["embedding"], batch_size=1000)
     return len(missing)
+
+
+def _facts(cursor, kg: KnowledgeGraph) -> tuple[int, int]:
+    """The KG's triples as (count, checksum of their row ids): equal before and after a load that changed none."""
+    cursor.execute(
+        f"""SELECT count(*), coalesce(sum(hashtext(head_id || ' ' || relation_id || ' ' || tail_id)), 0)
+        FROM {_table(Triple)} WHERE kg_id = %s""",
+        [kg.pk],
+    )
+    count, checksum = cursor.fetchone()
+    return int(count), int(checksum)
+
+
+def _carry_over_structure(kg: KnowledgeGraph) -> None:
+    """A load that changed no triple (new names, descriptions or passages) leaves what was learnt from the triples
+    valid: the structural models and mined rules of the previous version become the new version's, instead of
+    an hour of retraining before plausibility is back."""
+    StructuralModel.objects.filter(kg=kg, kg_version=kg.version - 1).update(kg_version=kg.version)
+    MinedRule.objects.filter(kg=kg, kg_version=kg.version - 1).update(kg_version=kg.version)
 
 
 def _counts(kg: KnowledgeGraph) -> dict[str, int]:

@@ -1,3 +1,4 @@
+import io
 import json
 
 import numpy as np
@@ -6,9 +7,20 @@ from django.core.management import CommandError, call_command
 from pgvector.django import CosineDistance
 
 from verifier.kg.loader import ImportRejected, load_source
-from verifier.kg.sources import detect_source, read_tsv_triples
+from verifier.kg.sources import RelationRecord, detect_source, read_tsv_triples
 from verifier.memory import encoder
-from verifier.models import Entity, EntityType, KnowledgeGraph, Passage, Relation, Triple
+from verifier.models import (
+    Entity,
+    EntityType,
+    KnowledgeGraph,
+    MemoryEntry,
+    MinedRule,
+    Passage,
+    Relation,
+    StructuralModel,
+    Triple,
+)
+from verifier.models.kg import EMBEDDING_DIMENSIONS
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +62,47 @@ def test_a_malformed_line_rejects_the_whole_file_and_keeps_what_was_stored(tmp_p
     assert kg.version == 1
     assert list(Triple.objects.filter(kg=kg).values_list("head__external_id", "tail__external_id")) == [("a", "b")]
     assert not Entity.objects.filter(kg=kg, external_id="x").exists()
+
+
+def test_a_renamed_relation_keeps_its_memories(tmp_path):
+    path = _write(tmp_path, "graph.tsv", "a\tr\tb\n")
+    load_source(read_tsv_triples(path, name="renamed"), embed=False)
+    load_source(read_tsv_triples(path, name="other"), embed=False)
+    memories = {name: MemoryEntry.objects.create(kg=KnowledgeGraph.objects.get(name=name), triple_text="a r b",
+                                                 relation_label="r", trajectory="…", verdict="correct",
+                                                 embedding=[0.0] * EMBEDDING_DIMENSIONS)
+                for name in ("renamed", "other")}
+    source = read_tsv_triples(path, name="renamed")
+    source.relations = [RelationRecord("r", "relates to")]
+    load_source(source, embed=False)
+    assert Relation.objects.get(kg__name="renamed", external_id="r").label == "relates to"
+    memories = {name: MemoryEntry.objects.get(pk=m.pk).relation_label for name, m in memories.items()}
+    assert memories == {"renamed": "relates to", "other": "r"}, "another KG's memories keep their label"
+
+
+def test_a_reload_that_changes_no_triple_keeps_the_structural_model_and_rules(tmp_path):
+    facts = "a\tr\tb\nb\tr\tc\na\ts\tb\nb\ts\tc\n"  # r and s imply each other: two rules
+    path = _write(tmp_path, "graph.tsv", facts)
+    call_command("load_kg", str(path), "--name", "kept", "--no-kge", "--no-embed", "--no-progress", stdout=io.StringIO())
+    kg = KnowledgeGraph.objects.get(name="kept")
+    model = StructuralModel.objects.create(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY)
+    rules = MinedRule.objects.filter(kg=kg).count()
+    assert rules > 0
+
+    out = io.StringIO()
+    call_command("load_kg", str(path), "--name", "kept", "--replace", "--no-embed", "--no-progress", stdout=out)
+    kg.refresh_from_db()
+    assert kg.version == 2 and StructuralModel.objects.ready_for(kg) == model
+    assert MinedRule.objects.filter(kg=kg, kg_version=2).count() == rules
+    assert f"structural model #{model.pk} carry over to v2" in out.getvalue()
+    assert StructuralModel.objects.filter(kg=kg).count() == 1, "no retraining was queued"
+
+    grown = load_source(read_tsv_triples(_write(tmp_path, "more.tsv", facts + "c\tr\ta\n"), name="kept"), embed=False)
+    kg.refresh_from_db()
+    assert grown.facts_changed and StructuralModel.objects.ready_for(kg) is None, "a model of other triples is stale"
+    swapped = load_source(read_tsv_triples(_write(tmp_path, "swap.tsv", facts + "c\ts\ta\n"), name="kept"),
+                          replace=True, embed=False)
+    assert swapped.facts_changed and swapped.added["triples"] == 0, "as many triples, but not the same ones"
 
 
 def test_replace_drops_triples_missing_from_the_new_file(tmp_path):

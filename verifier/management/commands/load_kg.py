@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from verifier import confidence
 from verifier.kg.loader import ImportRejected, load_source
 from verifier.kg.sources import SourceError, detect_source
+from verifier.models import MinedRule, StructuralModel
 from verifier.structure.rules import mine_rules
 from verifier.structure.training import request_training
 
@@ -56,12 +57,17 @@ class Command(BaseCommand):
         timings = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in report.timings.items())
         self.stdout.write(self.style.SUCCESS(f"Loaded in {elapsed:.1f}s: {report.summary()}"))
         self.stdout.write(f"  stages: {timings}")
-        started = time.perf_counter()
-        rules = mine_rules(report.kg)
-        self.stdout.write(f"Mined {rules:,} Horn rules (length ≤ 2) in {time.perf_counter() - started:.1f}s")
+        kept = StructuralModel.objects.ready_for(report.kg) if not report.facts_changed else None
+        if not report.facts_changed:
+            self.stdout.write(f"No triple changed: the mined rules{' and structural model #' + str(kept.pk) if kept else ''} "
+                              f"carry over to v{report.kg.version}.")
+        if not MinedRule.objects.filter(kg=report.kg, kg_version=report.kg.version).exists():
+            started = time.perf_counter()
+            rules = mine_rules(report.kg)
+            self.stdout.write(f"Mined {rules:,} Horn rules (length ≤ 2) in {time.perf_counter() - started:.1f}s")
         if seeded := confidence.seed_kg_model(report.kg):
             self.stdout.write(f"Verdict confidence for {report.kg.name}: {seeded.source}.")
-        if not options["no_kge"]:
+        if not options["no_kge"] and kept is None:
             queued = request_training(report.kg, reason="KG loaded")
             if queued is not None:
                 self.stdout.write(f"Queued the structural model of {report.kg.name} (#{queued.pk}); a Celery worker trains it "
