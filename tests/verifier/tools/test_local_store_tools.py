@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 from verifier.kg.store import PostgresKG, shared_labels
+from verifier.models import Entity
 from verifier.tools.base import ToolContext
 from verifier.tools.registry import Toolbox
 from verifier.tools.wiki_evidence import OPENING_CHARS, opening_of
@@ -121,6 +122,11 @@ def test_a_label_another_entity_carries_is_written_with_its_id(world):
     assert call(world, "KG_Definition", "Paris [Q830149]").text.startswith("Entity Profile: Q830149")
     assert "'Paris' is ambiguous" in call(world, "KG_Definition", "Paris [Q1]").text
     assert call(world, "KG_Definition", "Cambridge [Q1]").text.startswith("Entity Profile: Q350")
+
+
+def test_a_label_that_ends_in_brackets_is_not_read_as_a_label_and_id(world):
+    Entity.objects.create(kg=world.kg.kg, external_id="Q777", label="Nocturnes [live]")
+    assert call(world, "KG_Definition", "Nocturnes [live]").text.startswith("Entity Profile: Q777")
 
 
 # ------------------------------------------------------------------ KG_Path
