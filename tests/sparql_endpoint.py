@@ -63,6 +63,7 @@ ENTITIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "P131": ("located in the administrative territorial entity", "the item is located on the territory of", ()),
     "P69": ("educated at", "educational institution attended by subject", ("alma mater",)),
     "P50": ("author", "main creator of a written work", ("writer",)),
+    "P1889": ("different from", "item that is different from another item, with which it may be confused", ()),
 }
 GERMAN_LABELS = {"Q145": "Vereinigtes Königreich", "Q42": "Douglas Adams"}
 
@@ -72,7 +73,7 @@ EDGES = [
     ("Q145", "P31", "Q6256"), ("Q350", "P31", "Q515"), ("Q350", "P17", "Q145"),
     ("Q691283", "P31", "Q2385804"), ("Q691283", "P131", "Q350"),
     ("Q90", "P31", "Q515"), ("Q90", "P17", "Q142"), ("Q142", "P31", "Q6256"),
-    ("Q167646", "P31", "Q5"),
+    ("Q167646", "P31", "Q5"), ("Q90", "P1889", "Q167646"),
     ("Q937", "P31", "Q5"), ("Q937", "P19", "Q3012"), ("Q937", "P27", "Q183"),
     ("Q3012", "P31", "Q515"), ("Q3012", "P17", "Q183"), ("Q183", "P31", "Q6256"),
     (HOSTILE_ID, "P31", "Q5"), (HOSTILE_ID, "P27", "Q145"),

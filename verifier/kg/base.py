@@ -9,7 +9,7 @@ about prompts. Ids are the KG's own external ids (``Q42``, ``P27``, ``/m/02mjmr`
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, runtime_checkable
 
@@ -26,7 +26,8 @@ class BackendError(RuntimeError):
 @dataclass(frozen=True)
 class Ref:
     """An entity, relation or type by id, with its label for display. ``shared``: another entity of the KG
-    carries the same label (FB15k-237 has four Jackson Counties), so where it is written the id must be too."""
+    carries the same label (FB15k-237 has four Jackson Counties; on a SPARQL endpoint, another entity of the same
+    answer: ``shared_within``), so where it is written the id must be too."""
 
     id: str
     label: str = ""
@@ -115,6 +116,21 @@ class Edge:
     @property
     def ids(self) -> tuple[str, str, str]:
         return self.head.id, self.relation.id, self.tail.id
+
+    def marked(self, shared_labels: Collection[str]) -> Edge:
+        """The edge with each end whose label is among ``shared_labels`` marked as shared (``Ref.marked``)."""
+        return Edge(self.head.marked(shared_labels), self.relation, self.tail.marked(shared_labels))
+
+
+def shared_within(edges: Iterable[Edge]) -> set[str]:
+    """The labels that name more than one entity among these edges' ends, ignoring case: the rule where the whole KG
+    cannot be asked — on Wikidata nearly every label has a namesake somewhere, but two Parises in one answer must
+    be told apart."""
+    refs = [ref for edge in edges for ref in (edge.head, edge.tail) if ref.label]
+    ids: dict[str, set[str]] = {}
+    for ref in refs:
+        ids.setdefault(ref.label.casefold(), set()).add(ref.id)
+    return {ref.label for ref in refs if len(ids[ref.label.casefold()]) > 1}
 
 
 @dataclass(frozen=True)

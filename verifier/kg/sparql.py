@@ -21,7 +21,18 @@ from urllib.parse import quote_plus, urlsplit
 from SPARQLWrapper import GET, JSON, POST, SELECT, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, QueryBadFormed, SPARQLWrapperException
 
-from verifier.kg.base import BackendError, Candidate, Edge, EntityProfile, KGPath, MatchKind, PathStep, Ref, RelationProfile
+from verifier.kg.base import (
+    BackendError,
+    Candidate,
+    Edge,
+    EntityProfile,
+    KGPath,
+    MatchKind,
+    PathStep,
+    Ref,
+    RelationProfile,
+    shared_within,
+)
 from verifier.retrying import Transient, call_with_retries, retry_after
 
 logger = logging.getLogger(__name__)
@@ -250,7 +261,9 @@ class SparqlBackend:
                 raw[(entity_id, relation, other) if row.get("out") == "true" else (other, relation, entity_id)] = None
         triples = list(raw)[:limit]
         labels = self._labels(part for triple in triples for part in triple)
-        return [_edge(triple, labels) for triple in triples]
+        edges = [_edge(triple, labels) for triple in triples]
+        shared = shared_within(edges)
+        return [edge.marked(shared) for edge in edges]
 
     def paths(self, source_id: str, target_id: str, *, max_hops: int = 3, limit: int = 20,
               exclude: frozenset[tuple[str, str, str]] = frozenset()) -> list[KGPath]:
@@ -267,7 +280,8 @@ class SparqlBackend:
             found += sorted({w for w in walked if w and not any((h, r, t) in exclude for h, r, t, _ in w)})
         found = found[:limit]
         labels = self._labels(part for walk in found for step in walk for part in step[:3])
-        return [KGPath(tuple(PathStep(_edge((h, r, t), labels), forward) for h, r, t, forward in walk))
+        shared = shared_within(_edge(step[:3], labels) for walk in found for step in walk)
+        return [KGPath(tuple(PathStep(_edge((h, r, t), labels).marked(shared), forward) for h, r, t, forward in walk))
                 for walk in found]
 
     def _path_query(self, source: str, target: str, hops: int, limit: int,

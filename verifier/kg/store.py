@@ -207,7 +207,7 @@ class PostgresKG:
         shared = shared_labels(self.kg.pk, (ref.label for edge in edges for ref in (edge.head, edge.tail)))
         if not shared:
             return edges
-        return [Edge(edge.head.marked(shared), edge.relation, edge.tail.marked(shared)) for edge in edges]
+        return [edge.marked(shared) for edge in edges]
 
     # ---------------------------------------------------------------------------------- paths
 

@@ -209,6 +209,17 @@ def test_paths_of_one_two_and_three_hops_come_shortest_first(backend):
     assert paths[2].steps[1].edge.head.label == HOSTILE_LABEL
 
 
+def test_entities_sharing_a_label_in_one_answer_are_written_with_their_ids(backend):
+    city = {e.relation.id: (e.head.distinct_name, e.tail.distinct_name) for e in backend.edges("Q90")}
+    assert city == {"P17": ("Paris [Q90]", "France"), "P1889": ("Paris [Q90]", "Paris [Q167646]"),
+                    "P31": ("Paris [Q90]", "city")}
+    # the only Paris of an answer is written by its label: on Wikidata nearly every label has a namesake
+    assert {e.head.distinct_name for e in backend.edges("Q142")} == {"Paris", "France"}
+    path = backend.paths("Q142", "Q167646", max_hops=2)[0]
+    assert [(s.edge.head.distinct_name, s.edge.tail.distinct_name) for s in path.steps] == [
+        ("Paris [Q90]", "France"), ("Paris [Q90]", "Paris [Q167646]")]
+
+
 def test_paths_walk_edges_backwards(backend):
     paths = backend.paths("Q145", "Q42", max_hops=2)
     assert _walks(paths) == [
