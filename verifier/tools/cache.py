@@ -22,9 +22,9 @@ class ToolCache(Protocol):
     def set(self, key: str, value: dict) -> None: ...
 
 
-# Raised whenever tools write their results differently (2: ids beside labels other entities share), so no
-# result cached in an older notation is shown beside new ones.
-RESULTS_FORMAT = 2
+# Raised whenever tools write their results differently (2: ids beside labels other entities share; 3: the same
+# on SPARQL endpoints, within an answer), so no result cached in an older notation is shown beside new ones.
+RESULTS_FORMAT = 3
 
 
 def cache_key(kg_version: str, tool: str, arguments: dict[str, str], exclude: frozenset) -> str:
