@@ -275,6 +275,7 @@ def _release_runs(row: StructuralModel) -> None:
 def _make_current(kg: KnowledgeGraph, row: StructuralModel) -> None:
     """``row`` becomes the KG's ready model. The one it replaces keeps its weights, so that it can be restored,
     when it was trained on the same KG version; every other superseded model gives them up (megabytes each)."""
+    row.refresh_from_db(fields=["kg_version"])  # a reload that changed no triple may have carried it to a new version
     StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.SUPERSEDED).exclude(pk=row.pk).exclude(
         weights=None).update(weights=None)
     replaced = StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).exclude(pk=row.pk)
