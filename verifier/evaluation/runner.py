@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
@@ -278,6 +278,10 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
             last = (state.done, state.in_flight)
             time.sleep(wait)
     except BaseException:
+        if not connection.in_atomic_block:
+            # A signal that lands mid-query leaves the connection waiting for that query's answer ("another
+            # command is already in progress"): the stop is recorded on a fresh one.
+            connection.close()
         _record_session(evaluation, session_started, Evaluation.Status.INTERRUPTED)
         raise
     finally:

@@ -12,12 +12,13 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from tests import workers
 from tests.openai_server import ScriptedOpenAIServer, TextReply
-from verifier.evaluation import reports
-from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, drive
+from verifier.evaluation import reports, runner
+from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import NO_MODEL_PREFIX, WorkerUnfit, worker_pool
 from verifier.models import Evaluation, EvaluationItem, Run
 
@@ -161,3 +162,22 @@ def test_runs_that_ask_a_model_refuse_a_worker_started_without_one():
         with worker_pool(1, log=lines.append, needs_model=False) as used:
             assert worker.hostname in used
         assert lines[0].startswith("Using the running Celery worker(s)")
+
+
+def test_a_stop_that_lands_mid_query_is_still_recorded(world_kg, tmp_path, monkeypatch):
+    """SIGTERM becomes KeyboardInterrupt wherever the driver is, also inside a query: the connection then still
+    waits for that query's answer, and the stop must be recorded on a fresh one, not fail with it."""
+    path = tmp_path / "mid.tsv"
+    path.write_text(DATASET)
+    evaluation, _ = prepare(EvaluationSpec(benchmark=str(path), kg_name=world_kg.name, n=4, mode="zero-shot", name="mid"))
+
+    def interrupted_mid_query(*args, **kwargs):
+        connection.ensure_connection()
+        connection.connection.pgconn.send_query(b"SELECT pg_sleep(0.2)")  # sent, its answer never read
+        raise KeyboardInterrupt("signal 15")
+
+    monkeypatch.setattr(runner, "step", interrupted_mid_query)
+    with pytest.raises(KeyboardInterrupt):
+        drive(evaluation, progress=False)
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.INTERRUPTED and evaluation.heartbeat_at is None
