@@ -9,7 +9,7 @@ about prompts. Ids are the KG's own external ids (``Q42``, ``P27``, ``/m/02mjmr`
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, runtime_checkable
 
@@ -122,11 +122,16 @@ class Edge:
         return Edge(self.head.marked(shared_labels), self.relation, self.tail.marked(shared_labels))
 
 
-def shared_within(edges: Iterable[Edge]) -> set[str]:
-    """The labels that name more than one entity among these edges' ends, ignoring case: the rule where the whole KG
-    cannot be asked — on Wikidata nearly every label has a namesake somewhere, but two Parises in one answer must
-    be told apart."""
-    refs = [ref for edge in edges for ref in (edge.head, edge.tail) if ref.label]
+def ends(edges: Iterable[Edge]) -> Iterator[Ref]:
+    """The entities at either end of the edges."""
+    return (ref for edge in edges for ref in (edge.head, edge.tail))
+
+
+def shared_within(refs: Iterable[Ref]) -> set[str]:
+    """The labels that name more than one entity among ``refs``, ignoring case: the rule where the whole KG cannot be
+    asked (on Wikidata nearly every label has a namesake somewhere) or is not the point (one drawing), but two
+    Parises side by side must be told apart."""
+    refs = [ref for ref in refs if ref.label]
     ids: dict[str, set[str]] = {}
     for ref in refs:
         ids.setdefault(ref.label.casefold(), set()).add(ref.id)

@@ -31,6 +31,7 @@ from verifier.kg.base import (
     PathStep,
     Ref,
     RelationProfile,
+    ends,
     shared_within,
 )
 from verifier.retrying import Transient, call_with_retries, retry_after
@@ -262,7 +263,7 @@ class SparqlBackend:
         triples = list(raw)[:limit]
         labels = self._labels(part for triple in triples for part in triple)
         edges = [_edge(triple, labels) for triple in triples]
-        shared = shared_within(edges)
+        shared = shared_within(ends(edges))
         return [edge.marked(shared) for edge in edges]
 
     def paths(self, source_id: str, target_id: str, *, max_hops: int = 3, limit: int = 20,
@@ -280,7 +281,7 @@ class SparqlBackend:
             found += sorted({w for w in walked if w and not any((h, r, t) in exclude for h, r, t, _ in w)})
         found = found[:limit]
         labels = self._labels(part for walk in found for step in walk for part in step[:3])
-        shared = shared_within(_edge(step[:3], labels) for walk in found for step in walk)
+        shared = shared_within(ends(_edge(step[:3], labels) for walk in found for step in walk))
         return [KGPath(tuple(PathStep(_edge((h, r, t), labels).marked(shared), forward) for h, r, t, forward in walk))
                 for walk in found]
 

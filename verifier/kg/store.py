@@ -13,7 +13,7 @@ from django.db.models import Count
 from django.db.models.functions import Lower
 
 from verifier.kg import pathsearch
-from verifier.kg.base import Candidate, Edge, EntityProfile, KGPath, PathStep, Ref, RelationProfile
+from verifier.kg.base import Candidate, Edge, EntityProfile, KGPath, PathStep, Ref, RelationProfile, ends
 from verifier.memory import encoder
 from verifier.models import Entity, EntityType, KnowledgeGraph, Passage, Relation
 
@@ -204,7 +204,7 @@ class PostgresKG:
 
     def _marked(self, edges: list[Edge]) -> list[Edge]:
         """The edges with every end whose label another entity of the KG carries marked as shared."""
-        shared = shared_labels(self.kg.pk, (ref.label for edge in edges for ref in (edge.head, edge.tail)))
+        shared = shared_labels(self.kg.pk, (ref.label for ref in ends(edges)))
         if not shared:
             return edges
         return [edge.marked(shared) for edge in edges]

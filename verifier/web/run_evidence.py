@@ -3,7 +3,6 @@ run's task in the curator's queue."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from django.db import connection
@@ -11,7 +10,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import Lag, Lead
 from django.http import QueryDict
 
-from verifier.kg.base import Ref
+from verifier.kg.base import Ref, shared_within
 from verifier.models import Agreement, Review, Run, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.queue_filters import QueueFilterError, filter_tasks
 
@@ -57,9 +56,10 @@ class SubgraphBuilder:
 
     def as_dict(self) -> dict:
         """Nodes whose label another node of the drawing carries too are labelled with their id as well."""
-        counts = Counter(node["label"] for node in self.nodes.values())
-        nodes = [{**node, "label": Ref(node["id"], node["label"], shared=True).distinct_name} if counts[node["label"]] > 1
-                 else node for node in self.nodes.values()]
+        refs = [Ref(node["id"], node["label"]) for node in self.nodes.values()]
+        shared = shared_within(refs)
+        nodes = [{**node, "label": ref.marked(shared).distinct_name} if ref.label in shared else node
+                 for node, ref in zip(self.nodes.values(), refs, strict=True)]
         return {"nodes": nodes, "edges": list(self.edges.values())}
 
 
