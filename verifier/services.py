@@ -11,6 +11,7 @@ from django.utils import timezone
 from verifier import webhooks
 from verifier.agent.loop import AgentConfig
 from verifier.errors import ApplicationError
+from verifier.evaluation.datasets import build_benchmark, validation_benchmark
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.memory.bank import add_entry, trajectory_of
@@ -63,30 +64,41 @@ def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_i
     if problems and not skip_invalid:
         raise ImportRejected(sorted(problems, key=lambda p: p.line))
     tasks = [
-        VerificationTask(
-            kg=kg,
-            head_id=row.head_id,
-            relation_id=row.relation_id,
-            tail_id=row.tail_id,
-            expected_label=row.label,
-            source=f"{path.name}:{row.line}",
-        )
+        VerificationTask(kg=kg, head_id=row.head_id, relation_id=row.relation_id, tail_id=row.tail_id,
+                         expected_label=row.label, source=f"{path.name}:{row.line}")
         for row in resolved
     ]
+    report = _queue(kg, tasks, actor=actor, audit={"file": str(path), "rows": len(resolved), "rejected": len(problems)})
+    report.lines, report.skipped = len(rows), sorted(problems, key=lambda p: p.line)
+    return report
+
+
+def queue_validation_sample(*, kg: KnowledgeGraph, n: int, seed: int = 0, actor=None) -> TaskImportReport:
+    """Queue ``n`` labelled triples of the KG's validation split, drawn as its benchmark draws them (half true,
+    relation-matched or type-constrained negatives, never a triple something was fitted on): work to try the
+    workbench on, with the gold label beside each verdict. Each task's source says where its triple comes from."""
+    spec = validation_benchmark(kg.name)
+    if spec is None:
+        raise ApplicationError(f"{kg.name} is not a dataset with a validation split to sample; "
+                               f"queue flagged triples from a file instead")
+    benchmark = build_benchmark(spec, n=n, seed=seed, kg_name=kg.name)
+    tasks = [VerificationTask(kg=kg, head_id=t.head_id, relation_id=t.relation_id, tail_id=t.tail_id,
+                              expected_label=t.label, source=f"{spec} sample: {t.origin}"[:500])
+             for t in benchmark.triples]
+    report = _queue(kg, tasks, actor=actor, audit={"sample": spec, "n": n, "seed": seed})
+    report.lines = len(tasks)
+    return report
+
+
+def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: dict) -> TaskImportReport:
+    """Store new tasks (a triple already queued keeps its task) and record the import."""
     with transaction.atomic():
         before = VerificationTask.objects.filter(kg=kg).count()
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
         created = VerificationTask.objects.filter(kg=kg).count() - before
-
         learnt = retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks])
-        record_audit(
-            actor=actor,
-            action="tasks.import",
-            obj=kg,
-            after={"file": str(path), "created": created, "rows": len(resolved), "rejected": len(problems)},
-        )
-    return TaskImportReport(created=created, already_queued=len(resolved) - created, lines=len(rows),
-                            skipped=sorted(problems, key=lambda p: p.line), learnt=learnt)
+        record_audit(actor=actor, action="tasks.import", obj=kg, after={**audit, "created": created})
+    return TaskImportReport(created=created, already_queued=len(tasks) - created, lines=len(tasks), learnt=learnt)
 
 
 def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):

@@ -90,9 +90,15 @@ DATASETS = {
 HELD_OUT_BENCHMARKS = frozenset(spec for spec, dataset in DATASETS.items() if dataset.split != "valid")
 
 
+def validation_benchmark(kg_name: str) -> str | None:
+    """The benchmark over a KG's validation split, the one labelled data is fitted on (None: not a dataset)."""
+    return next((spec for spec, d in DATASETS.items() if d.kg_name == kg_name and d.split == "valid"), None)
+
+
 def validation_dataset(kg_name: str) -> _Dataset | None:
-    """The dataset entry of a KG's validation split, the one labelled data is fitted on (None: not a dataset)."""
-    return next((d for d in DATASETS.values() if d.kg_name == kg_name and d.split == "valid"), None)
+    """The dataset entry of ``validation_benchmark``."""
+    spec = validation_benchmark(kg_name)
+    return DATASETS[spec] if spec else None
 
 
 def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None, data_dir: Path | None = None,

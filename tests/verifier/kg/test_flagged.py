@@ -2,7 +2,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from verifier.kg.loader import ImportRejected, load_source
-from verifier.kg.sources import EntityRecord, KGSource, RelationRecord
+from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, read_tsv_triples
 from verifier.models import AuditEvent, VerificationTask
 from verifier.services import import_flagged_triples
 
@@ -97,3 +97,33 @@ def test_import_tasks_command(kg, tmp_path):
     assert VerificationTask.objects.filter(kg=kg).count() == 1
     with pytest.raises(CommandError, match="no loaded KG named 'nope'"):
         call_command("import_tasks", "nope", str(path))
+
+
+def test_import_tasks_sample_queues_labelled_validation_triples(tmp_path, settings):
+    """``--sample N``: N triples of the KG's validation split, half true with type-constrained negatives, labelled,
+    each task naming its line; asking again queues nothing new."""
+    (tmp_path / "kg.tsv").write_text("".join(f"{h}\tborn_in\t{t}\n" for h, t in [
+        ("ada", "london"), ("alan", "london"), ("marie", "warsaw"), ("bob", "paris"), ("carl", "london")]))
+    kg = load_source(read_tsv_triples(tmp_path / "kg.tsv", name="fb15k-237"), embed=False).kg
+    (tmp_path / "fb15k-237").mkdir()
+    (tmp_path / "fb15k-237" / "valid.txt").write_text("carl\tborn_in\tparis\nbob\tborn_in\twarsaw\n")
+    settings.KGV_DATA_DIR = tmp_path
+    call_command("import_tasks", "fb15k-237", "--sample", "4")
+    tasks = list(VerificationTask.objects.filter(kg=kg).select_related("head", "tail"))
+    assert len(tasks) == 4 and sorted(t.expected_label for t in tasks) == [False, False, True, True]
+    true = {(t.head.external_id, t.tail.external_id) for t in tasks if t.expected_label}
+    assert true == {("carl", "paris"), ("bob", "warsaw")}
+    assert all(t.source.startswith("fb15k-237 sample: valid.txt:") for t in tasks)
+    assert AuditEvent.objects.filter(action="tasks.import", after__sample="fb15k-237", after__created=4).exists()
+    call_command("import_tasks", "fb15k-237", "--sample", "4")
+    assert VerificationTask.objects.filter(kg=kg).count() == 4
+
+
+def test_import_tasks_sample_needs_a_dataset_kg_and_excludes_a_file(kg, tmp_path):
+    with pytest.raises(CommandError, match="names is not a dataset with a validation split"):
+        call_command("import_tasks", "names", "--sample", "4")
+    with pytest.raises(CommandError, match="either a file of flagged triples or --sample"):
+        call_command("import_tasks", "names", str(_file(tmp_path, "flagged.csv", "Q42,P27,Q145\n")), "--sample", "4")
+    with pytest.raises(CommandError, match="either a file of flagged triples or --sample"):
+        call_command("import_tasks", "names")
+    assert not VerificationTask.objects.filter(kg=kg).exists()

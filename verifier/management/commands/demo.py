@@ -1,6 +1,7 @@
-"""``manage.py demo`` — the whole product on one machine: migrate, load CoDEx-S, create a demo login,
-run the web server and a Celery worker until Ctrl-C, then stop everything this command started
-(including the embedded PostgreSQL and Redis, when it was the one to start them)."""
+"""``manage.py demo`` — the whole product on one machine: migrate, load CoDEx-S, queue a sample of its
+validation triples (first start), create a demo login, run the web server and a Celery worker until Ctrl-C,
+then stop everything this command started (including the embedded PostgreSQL and Redis, when it was the one
+to start them)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kgv_web.embedded import embedded_dir
 from verifier import confidence, health
+from verifier.errors import ApplicationError
 from verifier.memory.bank import SEED_BANK, seed_if_empty
-from verifier.models import KnowledgeGraph
+from verifier.models import KnowledgeGraph, VerificationTask
+from verifier.queue_filters import by_origin
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
+from verifier.services import queue_validation_sample
 from verifier.structure.training import ensure_model
 
 DEMO_USERNAME = "demo"
+DEMO_SAMPLE = 20  # flagged triples queued on the first start
 DEMO_USERS = {DEMO_USERNAME: ADMIN, "reviewer": REVIEWER, "curator": CURATOR, "viewer": VIEWER}
 
 
@@ -52,6 +57,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self._load_demo_kg()
         self._seed_memory_bank()
+        self._queue_sample()
         for seeded in confidence.seed_shipped_models():
             self.stdout.write(f"Verdict confidence{f' for {seeded.kg.name}' if seeded.kg else ''}: {seeded.source}.")
         password = self._demo_login()
@@ -89,6 +95,20 @@ class Command(BaseCommand):
     def _seed_memory_bank(self) -> None:
         if added := seed_if_empty():
             self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
+
+    def _queue_sample(self) -> None:
+        """On the first start, a work queue to try: labelled CoDEx-S validation triples, half of them false."""
+        marker = embedded_dir() / "demo-queue"
+        kg = KnowledgeGraph.objects.get(name="codex-s")
+        if marker.exists() or by_origin(VerificationTask.objects.filter(kg=kg)).exists():
+            return
+        try:
+            report = queue_validation_sample(kg=kg, n=DEMO_SAMPLE, seed=0)
+        except ApplicationError as exc:
+            self.stderr.write(f"No sample queued: {exc}")
+            return
+        marker.write_text("queued\n")
+        self.stdout.write(f"Queued {report.created} labelled CoDEx-S validation triples to try (half of them false).")
 
     def _serve(self, host: str, port: int, concurrency: int, password: str) -> None:
         from kgv_web.embedded_llm import provide_local_llm
