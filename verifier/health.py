@@ -69,17 +69,32 @@ def _workers() -> tuple[bool, str]:
     return (True, f"{len(names)} worker(s): {', '.join(names)}") if names else (False, "no Celery worker answered")
 
 
-def _model() -> tuple[bool, str]:
-    """The OpenAI-compatible endpoint the workers' runs call: does it answer ``GET /models``."""
+def _model_state() -> tuple[str, str]:
+    """The OpenAI-compatible endpoint the workers' runs call: ``up`` when it answers ``GET /models``; ``busy`` when
+    it accepts the connection but does not answer in time while runs are being investigated (a server computing
+    on every core, as the embedded model does, answers nothing else until it is done); otherwise ``down``."""
     base_url, model = llm_endpoint()
     if not base_url:
-        return False, "no model endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)"
-    response = requests.get(base_url.rstrip("/") + "/models", timeout=MODEL_TIMEOUT_SECONDS,
-                            headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
+        return "down", "no model endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)"
+    try:
+        response = requests.get(base_url.rstrip("/") + "/models", timeout=MODEL_TIMEOUT_SECONDS,
+                                headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
+    except requests.ReadTimeout:
+        running = _queue_depth()[1]
+        if not running:
+            raise
+        return "busy", (f"{model} at {base_url} is busy: connected, but no answer to GET /models within "
+                        f"{MODEL_TIMEOUT_SECONDS} s while {running} run(s) are being investigated")
     if not response.ok:
-        return False, f"{base_url} answered {response.status_code} to GET /models"
+        return "down", f"{base_url} answered {response.status_code} to GET /models"
     served = [str(item.get("id")) for item in (response.json().get("data") or []) if isinstance(item, dict)]
-    return True, f"{model} at {base_url} (serving {', '.join(served) or 'no model listed'})"
+    return "up", f"{model} at {base_url} (serving {', '.join(served) or 'no model listed'})"
+
+
+def _model() -> tuple[bool, str]:
+    """The model check of the report: healthy when it answers or is busy with our runs."""
+    state, detail = _model_state()
+    return state != "down", detail
 
 
 def _queue_depth() -> tuple[int, int]:
@@ -117,15 +132,20 @@ def check_all() -> dict:
 
 
 def workbench_status() -> dict:
-    """What the page header shows every signed-in user: whether the model the runs call answers, and the run
-    queue's depth. Every open page polls it, so the model probe's answer is shared for STATUS_CACHE_SECONDS;
-    why a model does not answer (its address, the error) stays in the administrators' report."""
+    """What the page header shows every signed-in user: whether the model the runs call answers (``state``: up,
+    busy with runs, down), and the run queue's depth. Every open page polls it, so the model probe's answer is
+    shared for STATUS_CACHE_SECONDS; why a model does not answer (its address, the error) stays in the
+    administrators' report."""
     try:
         model = cache.get(STATUS_CACHE_KEY)
     except redis.RedisError:  # the cache is down (the header then probes each time; the report names it)
         model = None
     if model is None:
-        model = {"ok": _timed("model", _model).ok, "name": llm_endpoint()[1] or "none configured"}
+        try:
+            state = _model_state()[0]
+        except Exception:  # noqa: BLE001 — not answering is the answer; the administrators' report says why
+            state = "down"
+        model = {"ok": state != "down", "state": state, "name": llm_endpoint()[1] or "none configured"}
         with contextlib.suppress(redis.RedisError):
             cache.set(STATUS_CACHE_KEY, model, STATUS_CACHE_SECONDS)
     queued, running = _queue_depth()

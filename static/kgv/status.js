@@ -1,5 +1,5 @@
-// The top bar's service line (templates/base.html): whether the model the runs call answers and how many
-// runs are queued and running, from /health/status/, refreshed every 30 s and whenever the tab comes back.
+// The top bar's service line (templates/base.html): whether the model the runs call answers (or is busy with
+// runs) and how many runs are queued and running, from /health/status/, refreshed every 30 s and whenever the tab comes back.
 (function () {
   "use strict";
 
@@ -20,7 +20,10 @@
       if (!response.ok) throw new Error(`status ${response.status}`);
       const status = await response.json();
       const depth = `${status.queued} queued · ${status.running} running`;
-      if (status.model.ok) {
+      if (status.model.state === "busy") {
+        show("busy", `model ${status.model.name} busy`, depth,
+             `The model ${status.model.name} is computing runs and answers nothing else until it is done; ${depth}.`);
+      } else if (status.model.ok) {
         show("up", `model ${status.model.name}`, depth, `The model ${status.model.name} answers; ${depth}.`);
       } else {
         show("down", `model ${status.model.name} not answering`, depth,

@@ -46,3 +46,29 @@ def test_every_page_fits_400_px_and_keeps_sign_out_in_view(chromium, server_url,
         assert not problems, problems
     finally:
         context.close()
+
+
+# The navigation links whose label breaks over two lines.
+WRAPPED_LINKS = """[...document.querySelectorAll('nav.primary a')].filter(a => {
+  const range = document.createRange(); range.selectNodeContents(a); return range.getClientRects().length > 1;
+}).map(a => a.textContent.trim())"""
+
+
+@pytest.mark.parametrize("width", [1024, 1280, 1440])
+def test_an_administrators_top_bar_fits_a_laptop_screen_on_one_line_per_link(chromium, server_url, make_user, width):
+    """An administrator has the most links; on a laptop's widths none breaks over two lines, nothing scrolls sideways,
+    Sign out stays in view."""
+    make_user("admin", username="ada")
+    context = chromium.new_context(base_url=server_url, viewport={"width": width, "height": 800})
+    context.set_default_timeout(15_000)
+    try:
+        page = sign_in(context, "ada", PASSWORD)
+        page.goto("/evaluations/")
+        page.wait_for_load_state("networkidle")
+        page.wait_for_function("document.getElementById('service-status').dataset.state !== 'unknown'")
+        assert page.evaluate(WRAPPED_LINKS) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        box = page.get_by_role("button", name="Sign out").bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width
+    finally:
+        context.close()

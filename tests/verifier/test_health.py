@@ -88,7 +88,7 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     assert Client().get("/health/status/").status_code == 403
     response = _curator().get("/health/status/")
     assert response.status_code == 200
-    assert response.json() == {"model": {"ok": True, "name": "local"}, "queued": 2, "running": 1}
+    assert response.json() == {"model": {"ok": True, "state": "up", "name": "local"}, "queued": 2, "running": 1}
 
     # The model's answer is shared for a few seconds by every open page; why a model is down stays with admins.
     from tests.http_fixtures import refused_url
@@ -98,6 +98,28 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     cache.delete(health.STATUS_CACHE_KEY)
     body = _curator().get("/health/status/").content.decode()
     assert '"ok": false' in body and "127.0.0.1" not in body and "Error" not in body
+
+
+def test_a_model_too_busy_to_answer_is_busy_while_runs_are_investigated_and_down_otherwise(fresh_status, monkeypatch):
+    """The embedded model computing on every core answers no other request until it is done: with runs in flight
+    that is busy (healthy, amber in the header), with none it is not answering."""
+    from tests.http_fixtures import LocalHTTPServer
+
+    monkeypatch.setattr(health, "MODEL_TIMEOUT_SECONDS", 0.3)
+    with LocalHTTPServer() as server:
+        server.route("/v1/models", {"data": [{"id": "local"}]})
+        monkeypatch.setenv("LLM_BASE_URL", server.url + "/v1")
+        server.delay_next(2, times=4)
+        assert _curator().get("/health/status/").json()["model"] == {"ok": False, "state": "down", "name": "local"}
+        model = _checks(_staff().get("/health/"))["model"]
+        assert not model["ok"] and "ReadTimeout" in model["detail"]
+
+        world = make_world()
+        Run.objects.create(task=world.task(tail="Q145"), status=Run.Status.RUNNING)
+        cache.delete(health.STATUS_CACHE_KEY)
+        assert _curator().get("/health/status/").json()["model"] == {"ok": True, "state": "busy", "name": "local"}
+        model = _checks(_staff().get("/health/"))["model"]
+        assert model["ok"] and "busy" in model["detail"] and "1 run(s) are being investigated" in model["detail"]
 
 
 def test_health_page_renders_for_browsers(celery_worker_process):
