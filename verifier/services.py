@@ -17,6 +17,7 @@ from verifier.kg.loader import ImportRejected
 from verifier.memory.bank import add_entry, trajectory_of
 from verifier.models import (
     AuditEvent,
+    FitTriple,
     KnowledgeGraph,
     MemoryEntry,
     Review,
@@ -259,6 +260,10 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
             return same
         entry = add_entry(triple_text=text, trajectory=body, verdict=verdict, relation_label=task.relation.label,
                           kg=task.kg, source_run=run, promoted_by=actor, provenance=f"promoted from run {run.pk}")
+        # A memory of this very triple would hand a later evaluation its label: no benchmark draws it from now on.
+        FitTriple.objects.get_or_create(kg=task.kg, purpose=FitTriple.Purpose.MEMORY, head_id=task.head_id,
+                                        relation_id=task.relation_id, tail_id=task.tail_id,
+                                        defaults={"label": verdict == "correct"})
         record_audit(actor=actor, action="memory.promote", obj=entry,
                      after={"run": run.pk, "verdict": verdict, "edited": trajectory is not None})
         webhooks.emit(Webhook.Event.MEMORY_PROMOTED, f"memory.promoted:{entry.pk}", webhooks.memory_data(entry))

@@ -6,7 +6,7 @@ import pytest
 from tests.verifier.exports.verified_runs import load_light_kg, make_finished_run, make_task, use_fast_password_hashing
 from verifier import services
 from verifier.memory import bank
-from verifier.models import AuditEvent, MemoryEntry, Review, Run, VerificationTask
+from verifier.models import AuditEvent, FitTriple, MemoryEntry, Review, Run, VerificationTask
 from verifier.services import ReviewRejected
 
 pytestmark = pytest.mark.django_db
@@ -103,6 +103,17 @@ def test_promote_with_an_edited_trajectory_is_retrieved_first_by_the_next_run(ru
     assert [m.id for m in memories] == [entry.pk, other.pk] and memories[0].trajectory == edited
     event = audit_of("memory.promote", entry)
     assert event.before is None and event.after == {"run": run.pk, "verdict": "incorrect", "edited": True}
+
+
+def test_a_promoted_triple_is_never_drawn_by_a_benchmark(reviewed, reviewer):
+    """Its memory would be retrieved for the same claim at similarity 1 and hand an evaluation the label."""
+    from verifier.evaluation.datasets import fitted_triples
+
+    task = reviewed.task
+    assert (task.head_id, task.relation_id, task.tail_id) not in fitted_triples(task.kg)
+    services.promote_run(run=reviewed, actor=reviewer)
+    assert (task.head_id, task.relation_id, task.tail_id) in fitted_triples(task.kg)
+    assert FitTriple.objects.get(kg=task.kg, head_id=task.head_id).label is True  # the reviewed verdict: correct
 
 
 def test_promote_without_edits_copies_the_run_trajectory(reviewed, reviewer):

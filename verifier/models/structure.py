@@ -110,7 +110,7 @@ class FitTriple(models.Model):
     class Purpose(models.TextChoices):
         STRUCTURAL_CALIBRATION = "structural", "Calibration of the structural model"
         CONFIDENCE = "confidence", "Fit of the verdict confidence"
-        MEMORY = "memory", "Memory-bank bootstrap"
+        MEMORY = "memory", "Memory bank (bootstrapped or promoted)"
 
     kg = models.ForeignKey(KnowledgeGraph, on_delete=models.CASCADE, related_name="fit_triples")
     purpose = models.CharField(max_length=12, choices=Purpose.choices)
