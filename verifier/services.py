@@ -91,12 +91,26 @@ def queue_validation_sample(*, kg: KnowledgeGraph, n: int, seed: int = 0, actor=
     return report
 
 
+def _adopt_evaluation_tasks(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> int:
+    """Move the evaluation-created tasks of these triples into the work queue (their evaluations keep them)."""
+    source_of = {(t.head_id, t.relation_id, t.tail_id): t.source for t in tasks}
+    adopted = 0
+    for pk, *triple in (VerificationTask.objects.filter(kg=kg, source__startswith=EVALUATION_SOURCE_PREFIX,
+                                                        head_id__in={t.head_id for t in tasks})
+                        .values_list("pk", "head_id", "relation_id", "tail_id").iterator(chunk_size=5000)):
+        if (source := source_of.get(tuple(triple))) is not None:
+            adopted += VerificationTask.objects.filter(pk=pk).update(source=source)
+    return adopted
+
+
 def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: dict) -> TaskImportReport:
-    """Store new tasks (a triple already queued keeps its task) and record the import."""
+    """Put the tasks' triples in the work queue and record the import. A triple already queued keeps its task;
+    one whose task an evaluation created joins the work queue under the new source (counted as queued now)."""
     with transaction.atomic():
         before = VerificationTask.objects.filter(kg=kg).count()
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
         created = VerificationTask.objects.filter(kg=kg).count() - before
+        created += _adopt_evaluation_tasks(kg, tasks)
         learnt = retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks])
         record_audit(actor=actor, action="tasks.import", obj=kg, after={**audit, "created": created})
     return TaskImportReport(created=created, already_queued=len(tasks) - created, lines=len(tasks), learnt=learnt)

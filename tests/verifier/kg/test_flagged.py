@@ -127,3 +127,18 @@ def test_import_tasks_sample_needs_a_dataset_kg_and_excludes_a_file(kg, tmp_path
     with pytest.raises(CommandError, match="either a file of flagged triples or --sample"):
         call_command("import_tasks", "names")
     assert not VerificationTask.objects.filter(kg=kg).exists()
+
+
+def test_a_flagged_triple_an_evaluation_created_joins_the_work_queue(kg, tmp_path):
+    """The curator flagged it: it must stand in the work queue, not stay hidden among an evaluation's tasks."""
+    from verifier.queue_filters import by_origin
+
+    q42, q145 = (kg.entities.get(external_id=e).pk for e in ("Q42", "Q145"))
+    task = VerificationTask.objects.create(kg=kg, head_id=q42, relation=kg.relations.get(), tail_id=q145,
+                                           expected_label=True, source="evaluation:bench (valid.txt:3)")
+    assert not by_origin(VerificationTask.objects.filter(kg=kg)).exists()
+    report = import_flagged_triples(kg=kg, path=_file(tmp_path, "flagged.csv", "Q1,P27,Q145\nQ42,P27,Q145\n"))
+    assert (report.created, report.already_queued) == (2, 0)
+    task.refresh_from_db()
+    assert task.source == "flagged.csv:2" and task.expected_label is True
+    assert by_origin(VerificationTask.objects.filter(kg=kg)).count() == 2
