@@ -18,8 +18,11 @@ def test_the_seed_bank_loads_and_guides_similar_claims():
     assert added >= 4 and skipped == 0
     verdicts = set(MemoryEntry.objects.values_list("verdict", flat=True))
     assert verdicts == {"correct", "incorrect"}  # both outcomes are shown to the agent
-    for entry in MemoryEntry.objects.all():
-        assert "Final Answer: [" in entry.trajectory and "reviewer" in entry.provenance
+    for entry in MemoryEntry.objects.all():  # reviewed by a curator (kept or retired), or saying it awaits review
+        assert "Final Answer: [" in entry.trajectory
+        reviewed = "reviewer" in entry.provenance or "reviewed by a curator and retired" in entry.provenance
+        assert reviewed != (bank.UNREVIEWED in entry.provenance), entry.provenance
+        assert (entry.status == MemoryEntry.Status.RETIRED) == ("retired" in entry.provenance), entry.provenance
     nearest = bank.retrieve("Alice Munro country of citizenship Brazil", k=1)[0]
     assert nearest.triple_text == "Margaret Atwood country of citizenship Brazil" and nearest.similarity > 0.5
     assert bank.import_bank(bank.SEED_BANK) == (0, added)  # importing again adds nothing
@@ -69,6 +72,9 @@ def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out(
         for text, vector in zip(texts, encoder.encode(texts), strict=True))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE verifier_memoryentry")  # the planner now expects most rows to pass the filters
+        # and takes the index, as it does on a large bank; on this small one the table's history (the seed bank
+        # imported and rolled back by an earlier test) can tip it to a sequential scan, so that is ruled out
+        cursor.execute("SET LOCAL enable_seqscan = off")
     MemoryEntry.objects.update(status=MemoryEntry.Status.RETIRED)
     sartre = bank.add_entry(triple_text="Jean-Paul Sartre country of citizenship France", trajectory="x", verdict="correct",
                             relation_label="country of citizenship")

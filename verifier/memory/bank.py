@@ -18,6 +18,7 @@ from verifier.models import MemoryEntry, Run, Verdict
 # Reviewed investigations of CoDEx-S training triples that a fresh installation starts with (make demo,
 # evaluate_suite); never the validation split the evaluation harness samples.
 SEED_BANK = Path(__file__).resolve().parents[1] / "data" / "memory_bank.json"
+UNREVIEWED = "not yet reviewed by a curator"  # what a bootstrapped entry's provenance says until a curator edits it
 
 
 # A run is guided by past cases of its own relation when they are at least this similar, and by cases of
@@ -155,9 +156,11 @@ def import_bank(path: Path) -> tuple[int, int]:
     return added, skipped
 
 
-def seed_if_empty() -> int:
-    """Import the seed bank into an empty memory bank; the number of entries added (0 if it had any)."""
+def seed_if_empty() -> str | None:
+    """Import the seed bank into an empty memory bank, and say what it added (None when the bank had entries)."""
     if MemoryEntry.objects.exists() or not SEED_BANK.exists():
-        return 0
+        return None
     added, _ = import_bank(SEED_BANK)
-    return added
+    unreviewed = MemoryEntry.objects.filter(provenance__contains=UNREVIEWED).count()
+    return (f"Memory bank seeded with {added} investigations ({SEED_BANK.name}): {added - unreviewed} reviewed by a curator, "
+            f"{unreviewed} bootstrapped from training triples and awaiting review.")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from verifier.memory.bank import add_entry, trajectory_of
+from verifier.memory.bank import UNREVIEWED, add_entry, trajectory_of
 from verifier.models import (
     Entity,
     Evaluation,
@@ -110,7 +110,7 @@ def harvest(evaluation: Evaluation) -> tuple[int, int]:
                       lesson=lesson_of(run),
                       provenance=(f"bootstrapped from run {run.pk} of {evaluation.name}: a {task.kg.name} training triple"
                                   f"{'' if item.expected_label else ' corrupted (type-constrained)'}, verdict matched the "
-                                  f"label; not yet reviewed by a curator"))
+                                  f"label; {UNREVIEWED}"))
             FitTriple.objects.get_or_create(kg=task.kg, purpose=FitTriple.Purpose.MEMORY, head=task.head,
                                             relation=task.relation, tail=task.tail, defaults={"label": item.expected_label})
             added += 1

@@ -30,7 +30,7 @@ def test_the_suite_fills_the_table_row_by_row_with_the_seed_memory_bank(world_kg
     call_command("evaluate_suite", benchmarks=str(path), kg=world_kg.name, configs="agent,agent-no-memory,zero-shot",
                  n=4, concurrency=4, suite="world-suite", out=out, no_progress=True)
     printed = capsys.readouterr().out
-    assert f"Memory bank seeded with {MemoryEntry.objects.count()} reviewed investigations ({SEED_BANK.name})" in printed
+    assert f"Memory bank seeded with {MemoryEntry.objects.count()} investigations ({SEED_BANK.name}): " in printed
     assert f"Using the running Celery worker(s): {celery_worker_process}" in printed
 
     evaluations = list(Evaluation.objects.filter(suite="world-suite").order_by("created_at"))

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from kgv_web.embedded import embedded_dir
 from verifier import confidence, health
 from verifier.errors import ApplicationError
-from verifier.memory.bank import SEED_BANK, seed_if_empty
+from verifier.memory.bank import seed_if_empty
 from verifier.models import KnowledgeGraph, VerificationTask
 from verifier.queue_filters import by_origin
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
@@ -93,8 +93,8 @@ class Command(BaseCommand):
         return password
 
     def _seed_memory_bank(self) -> None:
-        if added := seed_if_empty():
-            self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
+        if seeded := seed_if_empty():
+            self.stdout.write(seeded)
 
     def _queue_sample(self) -> None:
         """On the first start, a work queue to try: labelled CoDEx-S validation triples, half of them false."""

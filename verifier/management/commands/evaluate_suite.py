@@ -20,7 +20,7 @@ from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, p
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.commands.evaluate import headline
-from verifier.memory.bank import SEED_BANK, seed_if_empty
+from verifier.memory.bank import seed_if_empty
 from verifier.models import KnowledgeGraph
 from verifier.structure.training import TrainingError, wait_for_model
 
@@ -64,8 +64,8 @@ class Command(BaseCommand):
                 wait_for_model(KnowledgeGraph.objects.get(name=kg_name), log=self.stdout.write)
             except TrainingError as exc:
                 raise CommandError(str(exc)) from None
-        if added := seed_if_empty():  # the "− memory" row means nothing against an empty bank
-            self.stdout.write(f"Memory bank seeded with {added} reviewed investigations ({SEED_BANK.name}).")
+        if seeded := seed_if_empty():  # the "− memory" row means nothing against an empty bank
+            self.stdout.write(seeded)
         evaluations = []
         try:
             needs_model = any(by_slug[slug].mode not in MODEL_FREE_MODES for slug in configs)
