@@ -29,8 +29,8 @@ def test_the_top_bar_and_a_queued_run_say_where_the_work_stands(browser_context,
     page.goto(f"/runs/{waiting.pk}/")
     status = page.locator("#service-status[data-state=up]")
     status.wait_for()
-    assert status.inner_text().split() == "model scripted 2 queued · 0 running".split()
-    assert "answers" in status.get_attribute("title")
+    assert status.inner_text().split() == "2 queued · 0 running".split()  # 1,400 px: the model's name is in the title
+    assert "The model scripted answers" in status.get_attribute("title")
     position = page.locator("#queue-position").inner_text()
     assert re.fullmatch(r"2nd in the queue; a worker takes it in about \d+ s", position), position
 

@@ -73,8 +73,9 @@ def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out(
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE verifier_memoryentry")  # the planner now expects most rows to pass the filters
         # and takes the index, as it does on a large bank; on this small one the table's history (the seed bank
-        # imported and rolled back by an earlier test) can tip it to a sequential scan, so that is ruled out
+        # imported and rolled back by an earlier test) can tip it to a scan and a sort, so those are ruled out
         cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_sort = off")
     MemoryEntry.objects.update(status=MemoryEntry.Status.RETIRED)
     sartre = bank.add_entry(triple_text="Jean-Paul Sartre country of citizenship France", trajectory="x", verdict="correct",
                             relation_label="country of citizenship")
