@@ -94,13 +94,15 @@ def queue_validation_sample(*, kg: KnowledgeGraph, n: int, seed: int = 0, actor=
 def _adopt_evaluation_tasks(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> int:
     """Move the evaluation-created tasks of these triples into the work queue (their evaluations keep them)."""
     source_of = {(t.head_id, t.relation_id, t.tail_id): t.source for t in tasks}
-    adopted = 0
-    for pk, *triple in (VerificationTask.objects.filter(kg=kg, source__startswith=EVALUATION_SOURCE_PREFIX,
-                                                        head_id__in={t.head_id for t in tasks})
-                        .values_list("pk", "head_id", "relation_id", "tail_id").iterator(chunk_size=5000)):
-        if (source := source_of.get(tuple(triple))) is not None:
-            adopted += VerificationTask.objects.filter(pk=pk).update(source=source)
-    return adopted
+    adopted = []
+    for task in (VerificationTask.objects.filter(kg=kg, source__startswith=EVALUATION_SOURCE_PREFIX,
+                                                 head_id__in={t.head_id for t in tasks})
+                 .only("pk", "head_id", "relation_id", "tail_id").iterator(chunk_size=5000)):
+        if (source := source_of.get((task.head_id, task.relation_id, task.tail_id))) is not None:
+            task.source = source
+            adopted.append(task)
+    VerificationTask.objects.bulk_update(adopted, ["source"], batch_size=1000)
+    return len(adopted)
 
 
 def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: dict) -> TaskImportReport:
