@@ -14,7 +14,7 @@ from verifier.errors import ApplicationError
 from verifier.evaluation.datasets import build_benchmark, validation_benchmark
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
-from verifier.memory.bank import add_entry, trajectory_of
+from verifier.memory.bank import add_entry, lesson_of, trajectory_of
 from verifier.models import (
     AuditEvent,
     FitTriple,
@@ -275,7 +275,8 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
         if same is not None:
             return same
         entry = add_entry(triple_text=text, trajectory=body, verdict=verdict, relation_label=task.relation.label,
-                          kg=task.kg, source_run=run, promoted_by=actor, provenance=f"promoted from run {run.pk}")
+                          kg=task.kg, source_run=run, promoted_by=actor, provenance=f"promoted from run {run.pk}",
+                          lesson=lesson_of(run, verdict, reviewed.reason))
         # A memory of this very triple would hand a later evaluation its label: no benchmark draws it from now on.
         FitTriple.objects.get_or_create(kg=task.kg, purpose=FitTriple.Purpose.MEMORY, head_id=task.head_id,
                                         relation_id=task.relation_id, tail_id=task.tail_id,

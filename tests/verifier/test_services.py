@@ -121,6 +121,14 @@ def test_promote_without_edits_copies_the_run_trajectory(reviewed, reviewer):
     entry = services.promote_run(run=run, actor=reviewer)
     assert entry.trajectory == bank.trajectory_of(run) and entry.trajectory.startswith("Thought: Check where he was born.")
     assert audit_of("memory.promote", entry).after["edited"] is False
+    assert entry.lesson == bank.lesson_of(run) and entry.lesson.startswith(run.explanation.strip())
+
+
+def test_an_overridden_run_promoted_teaches_the_curator_reason_not_its_own_evidence(run, reviewer):
+    services.review_run(run=run, reviewer=reviewer, decision="override", reason="He was born in Cambridge, not here.")
+    entry = services.promote_run(run=run, actor=reviewer)
+    assert entry.verdict == "incorrect"
+    assert entry.lesson == "A curator overruled the agent's verdict (Correct): He was born in Cambridge, not here."
 
 
 def test_retire_hides_an_entry_and_restore_returns_it(reviewed, reviewer):

@@ -326,7 +326,8 @@ class Investigation:
         The paper profile keeps the model's answer as the verdict; the compact profile's verdict is the weighed
         decision, because a small model cannot weigh evidence (it says Correct to most claims) but reads and
         judges sentences well. Without a fitted weighing the answer stands, with no confidence (the evidence
-        mode, which has no answer, then has no verdict either)."""
+        mode, which has no answer, then has no verdict either). ``assessment["decided_by"]`` says which decided a
+        weighed verdict: "model" or "evidence"."""
         evidence = evidence_from(((k.key, k.kind, k.payload) for k in self.support.items.values()), answer, self.answer_logit)
         assessment = {**asdict(evidence), "p_true": None, "confidence_model": None, "confidence_fold": None}
         weights = self.weigher() if self.weigher is not None else None
@@ -339,7 +340,9 @@ class Investigation:
                           unweighed=unweighed(evidence, weights))
         cited = weighed_keys(evidence, weights)
         if answer and self.config.profile != "compact":
+            assessment["decided_by"] = "model"
             return answer, explanation, p_true if answer == "correct" else 1 - p_true, assessment, cited
+        assessment["decided_by"] = "evidence"
         verdict, confidence = decided(p_true)
         weighing = summary(evidence, p_true, weights)
         if not answer:  # a brief mode: the explanation says what was weighed

@@ -174,7 +174,7 @@ def parts_of(claim: Claim) -> list[PartView]:
         reviews__verdict="").values_list("pk", flat=True))
     cited: dict[int, list[str]] = {}
     for run_id, key in SupportItem.objects.filter(run_id__in=list(standing.values()), cited=True).order_by(
-            "run_id", "key").values_list("run_id", "key"):
+            "run_id", "id").values_list("run_id", "key"):
         cited.setdefault(run_id, []).append(key)
     views = []
     for row in claim.subgraph if claim.status == Claim.Status.DECOMPOSED else []:

@@ -9,6 +9,7 @@ from pathlib import Path
 from django.db import transaction
 from pgvector.django import CosineDistance
 
+from verifier.agent.prompts import LESSON_CHARS
 from verifier.agent.steps import Memory
 from verifier.errors import ApplicationError
 from verifier.kg.textfile import read_text
@@ -78,6 +79,31 @@ def trajectory_of(run: Run) -> str:
         lines.insert(len(lines) - 1 if lines and lines[-1].startswith("Final Answer") else len(lines),
                      f"({left_out} repeated step{'s' if left_out != 1 else ''} left out)")
     return "\n".join(lines)
+
+
+LESSON_EVIDENCE = 3  # cited evidence items a lesson quotes at most
+
+
+def lesson_of(run: Run, verdict: str | None = None, reason: str = "") -> str:
+    """What a small model's prompt shows of this run as a past case (``prompts.LESSON_CHARS`` at most): what
+    decided the verdict and the evidence it cited. Where the weighed evidence decided (a small model's run),
+    that is the evidence, not the model's overruled reasoning. A curator's ``verdict`` that overrides the
+    run's makes the curator's ``reason`` the lesson, since the run's evidence argued the other way."""
+    if verdict is not None and verdict != run.verdict:
+        overruled = run.get_verdict_display() if run.verdict else "no verdict"
+        return (f"A curator overruled the agent's verdict ({overruled}): {reason.strip() or 'no reason given'}")[:LESSON_CHARS]
+    cited = [item.text.strip() for item in run.support_items.filter(cited=True).order_by("id")][:LESSON_EVIDENCE]
+    if run.assessment.get("decided_by") == "evidence":
+        lesson = f"Decided by the weighed evidence, which gave the claim a probability of {run.assessment['p_true']:.2f} of being true:"
+    else:
+        lesson = run.explanation.strip() + (" Decisive evidence:" if cited else "")
+    joiner = " "
+    for text in cited:
+        if len(lesson) + len(joiner) + len(text) > LESSON_CHARS:
+            break
+        lesson, joiner = lesson + joiner + text.rstrip("."), "; "
+    lesson = lesson[:LESSON_CHARS].rstrip(":")
+    return lesson if lesson.endswith(".") else lesson + "."
 
 
 @transaction.atomic

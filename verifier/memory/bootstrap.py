@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from verifier.memory.bank import UNREVIEWED, add_entry, trajectory_of
+from verifier.memory.bank import UNREVIEWED, add_entry, lesson_of, trajectory_of
 from verifier.models import (
     Entity,
     Evaluation,
@@ -30,9 +30,6 @@ from verifier.models import (
     StructuralModel,
 )
 from verifier.structure.fitting import corruptions
-
-LESSON_EVIDENCE = 3
-LESSON_CHARS = 400
 
 
 def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> list[tuple[int, int, int, bool]]:
@@ -83,15 +80,6 @@ def _trimmed_trajectory(run) -> str:
         if not skip:
             lines.append(line)
     return "\n".join(lines)
-
-
-def lesson_of(run) -> str:
-    """The verdict's reason and the evidence it cited, in a few hundred characters."""
-    cited = [item.text for item in run.support_items.filter(cited=True).order_by("key")][:LESSON_EVIDENCE]
-    lesson = run.explanation.strip()
-    if cited:
-        lesson += " Decisive evidence: " + "; ".join(cited)
-    return lesson[:LESSON_CHARS]
 
 
 def harvest(evaluation: Evaluation) -> tuple[int, int]:

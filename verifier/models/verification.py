@@ -194,7 +194,7 @@ class SupportItem(models.Model):
     cited = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["run", "key"]
+        ordering = ["run", "id"]  # E1, E2, … E10 as found (by key, E10 would sort before E2)
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="support_unique_key")]
 
     def __str__(self) -> str:

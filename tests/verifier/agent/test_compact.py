@@ -160,6 +160,19 @@ def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model
     assert verdict_step.content.startswith("[Incorrect]")
     cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
     assert set(run.assessment["keys"]["contradicts"]) <= cited
+    assert run.assessment["decided_by"] == "evidence"
+
+
+def test_a_run_the_evidence_decided_teaches_that_evidence_not_the_model_overruled_reasoning(task):
+    _fit_weights(agent_correct=0.5, contradicts=-3.0)
+    run, _ = run_compact(task, reader("contradicts"))
+    lesson = bank.lesson_of(run)
+    assert lesson.startswith(f"Decided by the weighed evidence, which gave the claim a probability of "
+                             f"{run.assessment['p_true']:.2f} of being true: ")
+    assert "Because he was" not in lesson and "model's answer" not in lesson  # the overruled Correct's reason
+    first_cited = SupportItem.objects.filter(run=run, cited=True).order_by("key").first()
+    assert first_cited.text.strip().rstrip(".") in lesson
+    assert len(lesson) <= prompts.LESSON_CHARS and lesson.endswith(".")
 
 
 def test_sentences_are_judged_only_while_the_weighing_in_force_weighs_the_judgments(task):
@@ -201,6 +214,8 @@ def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
     assert run.config["profile"] == "paper" and run.verdict == "correct"  # σ(0.5 − 1) < 0.5, yet the answer stands
     assert run.assessment["p_true"] == pytest.approx(0.3775, abs=1e-3)
     assert run.confidence == pytest.approx(0.3775, abs=1e-3)
+    assert run.assessment["decided_by"] == "model"
+    assert bank.lesson_of(run).startswith(f"{run.explanation} Decisive evidence: ")  # a capable model's reason is kept
 
 
 def test_a_repeated_action_ends_the_loop_in_the_mandatory_judgment(task):
