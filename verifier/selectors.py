@@ -12,6 +12,7 @@ from pgvector.django import CosineDistance
 
 from verifier.memory import encoder
 from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel
+from verifier.models.memory import UNREVIEWED
 
 
 def standing_runs(task_ids) -> dict[int, int]:
@@ -226,17 +227,21 @@ def awaited_training(run: Run) -> str:
 MEMORY_TEXT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "provenance")
 
 
-def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", text: str = "",
+def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", review: str = "", text: str = "",
                    similar: str = "") -> QuerySet[MemoryEntry]:
     """The memory bank as the page and the API list it, each entry with ``use_count`` and ``last_used``.
 
-    Filters (empty: any): status, verdict, the exact relation label; ``text``: the words anywhere in the
+    Filters (empty: any): status, verdict, the exact relation label, ``review`` ("awaiting": bootstrapped
+    entries no curator has reviewed yet, "done": the others); ``text``: the words anywhere in the
     triple, relation, trajectory, lesson or provenance. With ``similar`` every entry is ranked by the cosine
     similarity of its embedded triple text to it (``similarity``), as a run retrieves; else newest first."""
     entries = MemoryEntry.objects.select_related("source_run", "promoted_by")
     for name, value in (("status", status), ("verdict", verdict), ("relation_label", relation)):
         if value:
             entries = entries.filter(**{name: value})
+    if review in ("awaiting", "done"):
+        awaiting = Q(provenance__contains=UNREVIEWED)
+        entries = entries.filter(awaiting if review == "awaiting" else ~awaiting)
     if text:
         entries = entries.filter(Q.create([(f"{field}__icontains", text) for field in MEMORY_TEXT_FIELDS], connector=Q.OR))
     entries = entries.annotate(use_count=Count("uses"), last_used=Max("uses__run__created_at"))

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from verifier import webhooks
 from verifier.agent.loop import AgentConfig
+from verifier.agent.prompts import LESSON_CHARS
 from verifier.errors import ApplicationError
 from verifier.evaluation.datasets import build_benchmark, validation_benchmark
 from verifier.kg.flagged import read_flagged, resolve_rows
@@ -27,6 +28,7 @@ from verifier.models import (
     VerificationTask,
     Webhook,
 )
+from verifier.models.memory import UNREVIEWED
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.realtime.publish import publish_run_status
 from verifier.structure.training import retrain_if_learnt
@@ -299,6 +301,25 @@ def set_memory_status(*, entry, status: str, actor=None) -> None:
         entry.save(update_fields=["status", "updated_at"])
         record_audit(actor=actor, action=f"memory.{'retire' if status == 'retired' else 'restore'}", obj=entry,
                      before={"status": before}, after={"status": status})
+
+
+def review_memory(*, entry, actor, lesson: str) -> None:
+    """A curator's review of a memory: its lesson (what a small model's plan is shown of it) as the curator
+    words it, and, for a bootstrapped entry, its provenance saying who reviewed it instead of that it awaits
+    review. Retiring is the other outcome of a review (set_memory_status)."""
+    lesson = " ".join(lesson.split())
+    if not lesson:
+        raise ReviewRejected("the lesson is empty: say what decided this case")
+    if len(lesson) > LESSON_CHARS:
+        raise ReviewRejected(f"the lesson has {len(lesson)} characters; a small model's prompt shows at most {LESSON_CHARS}")
+    with transaction.atomic():
+        before = {"lesson": entry.lesson, "provenance": entry.provenance}
+        entry.lesson = lesson
+        entry.provenance = entry.provenance.replace(
+            UNREVIEWED, f"reviewed by {actor.get_username()} on {timezone.localdate():%Y-%m-%d}")[:500]
+        entry.save(update_fields=["lesson", "provenance", "updated_at"])
+        record_audit(actor=actor, action="memory.review", obj=entry, before=before,
+                     after={"lesson": entry.lesson, "provenance": entry.provenance})
 
 
 def save_webhook(*, webhook, actor=None, **fields):

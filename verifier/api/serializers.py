@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from verifier.agent.loop import AgentConfig
+from verifier.agent.prompts import LESSON_CHARS
 from verifier.evaluation import reports
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
@@ -280,16 +281,22 @@ class PromoteSerializer(serializers.Serializer):
 
 
 # ------------------------------------------------------------------------------------------------ memory
+class MemoryReviewSerializer(serializers.Serializer):
+    lesson = serializers.CharField(max_length=2000, help_text="what a small model's plan is shown of this case "
+                                   f"(at most {LESSON_CHARS} characters once whitespace is collapsed)")
+
+
 class MemoryEntrySerializer(serializers.ModelSerializer):
     promoted_by = UserRefSerializer(read_only=True, allow_null=True)
+    awaits_review = serializers.BooleanField(read_only=True, help_text="bootstrapped, and no curator has reviewed it yet")
     use_count = serializers.IntegerField(read_only=True, help_text="runs this entry guided")
     similarity = serializers.FloatField(read_only=True, allow_null=True, required=False,
                                         help_text="cosine similarity to the `similar` text (only with that parameter)")
 
     class Meta:
         model = MemoryEntry
-        fields = ["id", "kg", "triple_text", "relation_label", "trajectory", "verdict", "status", "source_run",
-                  "promoted_by", "provenance", "use_count", "similarity", "created_at", "updated_at"]
+        fields = ["id", "kg", "triple_text", "relation_label", "trajectory", "lesson", "verdict", "status", "source_run",
+                  "promoted_by", "provenance", "awaits_review", "use_count", "similarity", "created_at", "updated_at"]
         read_only_fields = fields
 
 

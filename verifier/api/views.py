@@ -225,12 +225,15 @@ def memory_queryset():
     OpenApiParameter("relation", str, description="the relation label, exactly"),
     OpenApiParameter("status", str, enum=MemoryEntry.Status.values),
     OpenApiParameter("verdict", str, enum=["correct", "incorrect"]),
+    OpenApiParameter("review", str, enum=["awaiting", "done"],
+                     description="bootstrapped entries awaiting a curator's review, or the others"),
 ]))
 class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
-    """The memory bank of curated investigations: search, see which runs used an entry, retire/restore (reviewer)."""
+    """The memory bank of curated investigations: search, see which runs used an entry, review its lesson and
+    retire/restore it (reviewer)."""
 
     queryset = MemoryEntry.objects.all()
-    action_roles = {"retire": REVIEWER, "restore": REVIEWER}
+    action_roles = {"retire": REVIEWER, "restore": REVIEWER, "review": REVIEWER}
 
     def get_serializer_class(self):
         return s.MemoryEntrySerializer if self.action == "list" else s.MemoryEntryDetailSerializer
@@ -239,11 +242,13 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
         if self.action != "list":
             return memory_queryset()
         params = self.request.query_params
-        for name, choices in (("status", MemoryEntry.Status.values), ("verdict", ["correct", "incorrect"])):
+        for name, choices in (("status", MemoryEntry.Status.values), ("verdict", ["correct", "incorrect"]),
+                              ("review", ["awaiting", "done"])):
             if (value := params.get(name)) and value not in choices:
                 raise exceptions.ValidationError({name: [f"one of {', '.join(choices)}"]})
         return memory_entries(status=params.get("status", ""), verdict=params.get("verdict", ""),
-                              relation=params.get("relation", "").strip(), text=params.get("q", "").strip(),
+                              relation=params.get("relation", "").strip(), review=params.get("review", ""),
+                              text=params.get("q", "").strip(),
                               similar=params.get("similar", "").strip())
 
     def _set_status(self, new_status: str) -> Response:
@@ -261,6 +266,16 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk=None) -> Response:
         return self._set_status(MemoryEntry.Status.ACTIVE)
+
+    @extend_schema(request=s.MemoryReviewSerializer, responses={200: s.MemoryEntryDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def review(self, request: Request, pk=None) -> Response:
+        """Keep the entry with its lesson as the curator words it; a bootstrapped entry no longer awaits review."""
+        entry = self.get_object()
+        form = s.MemoryReviewSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        services.review_memory(entry=entry, actor=request.user, lesson=form.validated_data["lesson"])
+        return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data)
 
 
 # ------------------------------------------------------------------------------------------- evaluations

@@ -15,12 +15,12 @@ from verifier.errors import ApplicationError
 from verifier.kg.textfile import read_text
 from verifier.memory import encoder
 from verifier.models import MemoryEntry, Run, Verdict
+from verifier.models.memory import UNREVIEWED
 
 # Investigations of CoDEx-S training triples that a fresh installation starts with (make demo, evaluate_suite):
 # reviewed by a curator, or bootstrapped and saying they await review; never the validation split the evaluation
 # harness samples.
 SEED_BANK = Path(__file__).resolve().parents[1] / "data" / "memory_bank.json"
-UNREVIEWED = "not yet reviewed by a curator"  # what a bootstrapped entry's provenance says until a curator edits it
 
 
 # A run is guided by past cases of its own relation when they are at least this similar, and by cases of

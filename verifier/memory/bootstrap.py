@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from verifier.memory.bank import UNREVIEWED, add_entry, lesson_of, trajectory_of
+from verifier.memory.bank import add_entry, lesson_of, trajectory_of
 from verifier.models import (
     Entity,
     Evaluation,
@@ -29,6 +29,7 @@ from verifier.models import (
     Relation,
     StructuralModel,
 )
+from verifier.models.memory import UNREVIEWED
 from verifier.structure.fitting import corruptions
 
 

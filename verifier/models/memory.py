@@ -9,6 +9,10 @@ from pgvector.django import HnswIndex, VectorField
 from verifier.models.kg import EMBEDDING_DIMENSIONS, KnowledgeGraph
 from verifier.models.verification import Run, Verdict
 
+# What a bootstrapped entry's provenance says until a curator reviews it (services.review_memory replaces it;
+# it travels with the provenance through exports).
+UNREVIEWED = "not yet reviewed by a curator"
+
 
 class MemoryEntry(models.Model):
     """A past investigation (triple text + full trajectory) that guides later ones by similarity."""
@@ -47,6 +51,10 @@ class MemoryEntry(models.Model):
 
     def __str__(self) -> str:
         return self.triple_text
+
+    @property
+    def awaits_review(self) -> bool:
+        return UNREVIEWED in self.provenance
 
 
 class RunMemory(models.Model):

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
+from verifier.agent.prompts import LESSON_CHARS
 from verifier.models import KnowledgeGraph, VerificationTask
 from verifier.roles import ADMIN, CURATOR, REVIEWER
 from verifier.web.links import EXPORT_FORMATS
@@ -63,6 +64,12 @@ class BulkActionForm(forms.Form):
         if cleaned.get("action") == "export" and not cleaned.get("fmt"):
             self.add_error("fmt", "Choose an export format.")
         return cleaned
+
+
+class MemoryReviewForm(forms.Form):
+    lesson = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "true"}), max_length=2000,
+                             help_text=f"What a small model's plan is shown of this case (at most {LESSON_CHARS} "
+                                       "characters): what decided it, and the evidence that did.")
 
 
 class PromoteForm(forms.Form):

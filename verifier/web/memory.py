@@ -1,7 +1,7 @@
 """Workbench pages: the memory bank (list, text and similarity search, one entry with the runs it guided),
 retiring and restoring entries, and promoting a run into the bank with an edited trajectory.
 
-Reading needs the viewer role; promoting, retiring and restoring the reviewer role. A promoted entry is
+Reading needs the viewer role; promoting, reviewing, retiring and restoring the reviewer role. A promoted entry is
 embedded as it is saved, so the next run retrieves it.
 """
 
@@ -20,12 +20,13 @@ from verifier.memory import bank
 from verifier.models import MemoryEntry, Run, RunMemory, Verdict
 from verifier.roles import REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import memory_entries
-from verifier.web.forms import PromoteForm
+from verifier.web.forms import MemoryReviewForm, PromoteForm
 from verifier.web.links import run_url, task_url
 
 PAGE_SIZE = 50
 SEARCH_MODES = (("text", "Text"), ("similar", "Similar meaning"))
 STATUS_TABS = (("active", "Active"), ("retired", "Retired"), ("all", "All"))
+REVIEW_FILTERS = (("awaiting", "awaiting review"), ("done", "reviewed or curated"))
 USES_SHOWN = 200
 CLOSEST_SHOWN = 3
 
@@ -39,8 +40,9 @@ def memory_list(request: HttpRequest) -> HttpResponse:
     mode = mode if mode in dict(SEARCH_MODES) else "text"
     text = request.GET.get("q", "").strip()
     verdict = request.GET.get("verdict", "")
+    review = request.GET.get("review", "")
     entries = memory_entries(status="" if status == "all" else status, verdict=verdict if verdict in Verdict.values else "",
-                             relation=request.GET.get("relation", "").strip(),
+                             relation=request.GET.get("relation", "").strip(), review=review,
                              **({"similar": text} if mode == "similar" else {"text": text}))
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
     counts = dict(MemoryEntry.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
@@ -54,6 +56,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         "modes": SEARCH_MODES,
         "q": text,
         "verdicts": Verdict.choices,
+        "review_filters": REVIEW_FILTERS,
         "relations": MemoryEntry.objects.exclude(relation_label="").order_by("relation_label")
                                         .values_list("relation_label", flat=True).distinct(),
         "can_review": has_role(request.user, REVIEWER),
@@ -63,9 +66,14 @@ def memory_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(VIEWER)
 def memory_detail(request: HttpRequest, entry_id: int) -> HttpResponse:
-    """One entry, where it came from, and every run it guided (newest first) at the similarity it was
-    retrieved at."""
+    """One entry, where it came from, its lesson, and every run it guided (newest first) at the similarity it
+    was retrieved at."""
     entry = get_object_or_404(MemoryEntry.objects.select_related("source_run", "promoted_by", "kg"), pk=entry_id)
+    return _memory_page(request, entry, MemoryReviewForm(initial={"lesson": entry.lesson}))
+
+
+def _memory_page(request: HttpRequest, entry: MemoryEntry, form: MemoryReviewForm, error: str = "",
+                 status: int = 200) -> HttpResponse:
     uses = (RunMemory.objects.filter(entry=entry)
             .select_related("run__task__head", "run__task__relation", "run__task__tail")
             .order_by("-run__created_at", "-run_id"))
@@ -78,7 +86,25 @@ def memory_detail(request: HttpRequest, entry_id: int) -> HttpResponse:
         "use_count": uses.count(),
         "source_run_href": run_url(entry.source_run_id) if entry.source_run_id else "",
         "can_review": has_role(request.user, REVIEWER),
-    })
+        "review_form": form,
+        "review_error": error,
+    }, status=status)
+
+
+@require_POST
+@role_required(REVIEWER)
+def memory_review(request: HttpRequest, entry_id: int) -> HttpResponse:
+    """Keep an entry with its lesson as the reviewer words it (a bootstrapped entry then no longer awaits review)."""
+    entry = get_object_or_404(MemoryEntry.objects.select_related("source_run", "promoted_by", "kg"), pk=entry_id)
+    form = MemoryReviewForm(request.POST)
+    if form.is_valid():
+        try:
+            services.review_memory(entry=entry, actor=request.user, lesson=form.cleaned_data["lesson"])
+        except services.ReviewRejected as rejected:
+            return _memory_page(request, entry, form, str(rejected), status=400)
+        messages.success(request, f"Memory {entry.pk} reviewed: later runs are shown its lesson as you worded it.")
+        return redirect(reverse("memory-detail", args=[entry.pk]))
+    return _memory_page(request, entry, form, status=400)
 
 
 @require_POST
@@ -143,5 +169,6 @@ urlpatterns = [
     path("memory/", memory_list, name="memory-list"),
     path("memory/<int:entry_id>/", memory_detail, name="memory-detail"),
     path("memory/<int:entry_id>/status/", memory_status, name="memory-status"),
+    path("memory/<int:entry_id>/review/", memory_review, name="memory-review"),
     path("runs/<int:run_id>/promote/", run_promote, name="run-promote"),
 ]

@@ -57,6 +57,8 @@ ENDPOINTS = [
     Endpoint("memory detail", "get", "viewer", 200, lambda o: reverse("api:memory-detail", args=[o["memory"].pk])),
     Endpoint("memory retire", "post", "reviewer", 200, lambda o: reverse("api:memory-retire", args=[o["memory"].pk])),
     Endpoint("memory restore", "post", "reviewer", 200, lambda o: reverse("api:memory-restore", args=[o["memory"].pk])),
+    Endpoint("memory review", "post", "reviewer", 200, lambda o: reverse("api:memory-review", args=[o["memory"].pk]),
+             lambda o: {"lesson": "His own article names the university."}),
     Endpoint("evaluation list", "get", "viewer", 200, lambda o: reverse("api:evaluation-list")),
     Endpoint("evaluation detail", "get", "viewer", 200, lambda o: reverse("api:evaluation-detail", args=[o["evaluation"].pk])),
     Endpoint("audit list", "get", "admin", 200, lambda o: reverse("api:audit-list")),

@@ -7,6 +7,7 @@ from tests.verifier.exports.verified_runs import add_memory
 from tests.verifier.web.structure_rows import ready
 from verifier.memory import bank
 from verifier.models import AuditEvent, MemoryEntry, Run, VerificationTask
+from verifier.models.memory import UNREVIEWED
 
 pytestmark = pytest.mark.django_db
 
@@ -120,6 +121,19 @@ def test_retire_hides_an_entry_from_retrieval_and_restore_brings_it_back(verifie
     assert bank.retrieve(text, k=1)[0].id == entry.pk
     actions = list(AuditEvent.objects.filter(object_id=str(entry.pk), object_type="verifier.memoryentry").values_list("action", flat=True))
     assert sorted(actions) == ["memory.restore", "memory.retire"]
+
+
+def test_a_review_sets_the_lesson_and_ends_the_wait_and_a_bad_lesson_is_a_field_error(verified, client_as):
+    client, entry = client_as("reviewer"), verified["memory"]
+    entry.provenance = f"bootstrapped from run 1; {UNREVIEWED}"
+    entry.save()
+    assert [e["id"] for e in client.get(reverse("api:memory-list") + "?review=awaiting").json()["results"]] == [entry.pk]
+    assert client.get(reverse("api:memory-list") + "?review=soon").status_code == 400
+    refused = client.post(reverse("api:memory-review", args=[entry.pk]), {"lesson": "x" * 401}, format="json")
+    assert refused.status_code == 400 and "at most 400" in str(refused.json())
+    body = client.post(reverse("api:memory-review", args=[entry.pk]), {"lesson": "The KG names his birthplace."}, format="json").json()
+    assert body["lesson"] == "The KG names his birthplace." and body["awaits_review"] is False
+    assert client.get(reverse("api:memory-list") + "?review=awaiting").json()["results"] == []
 
 
 def test_the_audit_log_lists_who_did_what_with_before_and_after(verified, client_as, make_user):

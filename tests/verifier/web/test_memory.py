@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
+from django.utils import timezone
 
 from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
 from verifier.memory import bank
 from verifier.models import AuditEvent, MemoryEntry, Review, RunMemory
+from verifier.models.memory import UNREVIEWED
 
 pytestmark = pytest.mark.django_db
 
@@ -110,6 +112,52 @@ def test_an_unknown_status_is_refused(make_user, entries):
     response = client_for(make_user, "reviewer").post(reverse("memory-status", args=[entries[0].pk]), {"status": "deleted"})
     assert response.status_code == 400
     assert MemoryEntry.objects.get(pk=entries[0].pk).status == MemoryEntry.Status.ACTIVE
+
+
+# ---- review -----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def bootstrapped() -> MemoryEntry:
+    return bank.add_entry(triple_text="Kinky Friedman educated at University of Göttingen", relation_label="educated at",
+                          trajectory="Final Answer: [Incorrect] …", verdict="incorrect",
+                          lesson="Decided by the weighed evidence, which gave the claim a probability of 0.01 of being true.",
+                          provenance=f"bootstrapped from run 7 of memory-bootstrap-codex-s-n100-s0: a codex-s training triple "
+                                     f"corrupted (type-constrained), verdict matched the label; {UNREVIEWED}")
+
+
+def test_a_reviewer_keeps_a_bootstrapped_entry_with_a_reworded_lesson_and_it_no_longer_awaits_review(make_user, entries,
+                                                                                                    bootstrapped):
+    client = client_for(make_user, "viewer")
+    assert listed(client.get(reverse("memory-list"), {"review": "awaiting"})) == [bootstrapped.pk]
+    page = client.get(reverse("memory-detail", args=[bootstrapped.pk])).content.decode()
+    assert "Awaits review" in page and "gave the claim a probability of 0.01" in page
+    assert 'id="review-form"' not in page  # a viewer reads the lesson but cannot review it
+    reviewer = make_user("reviewer", "rosa")
+    lesson = "He studied in Texas; nothing ties him to Göttingen,\n and the embedding ranks it last."
+    response = signed_in(reviewer).post(reverse("memory-review", args=[bootstrapped.pk]), {"lesson": lesson}, follow=True)
+    assert f"Memory {bootstrapped.pk} reviewed" in response.content.decode()
+    entry = MemoryEntry.objects.get(pk=bootstrapped.pk)
+    assert entry.lesson == "He studied in Texas; nothing ties him to Göttingen, and the embedding ranks it last."
+    assert not entry.awaits_review and entry.provenance.endswith("verdict matched the label; reviewed by rosa on "
+                                                                 f"{timezone.localdate():%Y-%m-%d}")
+    assert listed(client.get(reverse("memory-list"), {"review": "awaiting"})) == []
+    assert bootstrapped.pk in listed(client.get(reverse("memory-list"), {"review": "done"}))
+    event = AuditEvent.objects.get(action="memory.review", object_id=str(entry.pk))
+    assert event.actor == reviewer and event.before["lesson"].startswith("Decided by") and event.after["lesson"] == entry.lesson
+    # What the next run's plan is shown is the reworded lesson.
+    assert bank.for_claim("Kinky Friedman educated at University of Texas", 1, "educated at")[0].lesson == entry.lesson
+
+
+def test_a_lesson_longer_than_a_prompt_shows_is_refused_and_the_entry_keeps_its_own(make_user, bootstrapped):
+    client = client_for(make_user, "reviewer")
+    response = client.post(reverse("memory-review", args=[bootstrapped.pk]), {"lesson": "word " * 100})
+    assert response.status_code == 400
+    assert "prompt shows at most 400" in response.content.decode()
+    assert client.post(reverse("memory-review", args=[bootstrapped.pk]), {"lesson": "  "}).status_code == 400
+    entry = MemoryEntry.objects.get(pk=bootstrapped.pk)
+    assert entry.awaits_review and entry.lesson == bootstrapped.lesson
+    assert client_for(make_user, "curator").post(reverse("memory-review", args=[bootstrapped.pk]),
+                                                 {"lesson": "x"}).status_code == 403
 
 
 # ---- promotion --------------------------------------------------------------------------------------
