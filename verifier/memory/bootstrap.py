@@ -35,7 +35,9 @@ from verifier.structure.fitting import corruptions
 
 def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> list[tuple[int, int, int, bool]]:
     """About n labelled triples, half true (from the calibration slice) and half corruptions, over the KG's
-    most frequent relations, round-robin so that every relation gets its share."""
+    most frequent relations, round-robin so that every relation gets its share. Where a true triple has no
+    same-type replacement (common in a KG without declared types, whose "types" are relation signatures),
+    the next triples of the round-robin are corrupted instead, so the two halves stay the same size."""
     model = StructuralModel.objects.ready_for(kg)
     if model is None:
         raise ValueError(f"{kg.name} has no ready structural model: its calibration slice supplies the true triples "
@@ -49,12 +51,11 @@ def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> l
     for members in by_relation.values():
         rng.shuffle(members)
     frequent = sorted(by_relation, key=lambda r: (-len(by_relation[r]), r))[:relations]
-    chosen: list[tuple[int, int, int]] = []
-    while len(chosen) < n // 2 and any(by_relation[r] for r in frequent):
-        for relation in frequent:
-            if by_relation[relation] and len(chosen) < n // 2:
-                chosen.append(by_relation[relation].pop())
-    negatives = corruptions(kg, chosen)
+    ordered: list[tuple[int, int, int]] = []  # round-robin over the relations, the whole slice
+    while any(by_relation[r] for r in frequent):
+        ordered.extend(by_relation[relation].pop() for relation in frequent if by_relation[relation])
+    chosen = ordered[:n // 2]
+    negatives = corruptions(kg, ordered, limit=len(chosen))
     return [(*t, True) for t in chosen] + negatives
 
 

@@ -145,9 +145,10 @@ def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) ->
 
 
 def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *,
-                also_true: set[tuple[int, int, int]] = frozenset()) -> LabelledRows:
+                also_true: set[tuple[int, int, int]] = frozenset(), limit: int | None = None) -> LabelledRows:
     """One type-constrained negative per positive (the evaluation harness's sampler and type scheme), never
-    a KG triple, a queued one or one of ``also_true``."""
+    a KG triple, a queued one or one of ``also_true``; a positive with no same-type replacement has none.
+    With ``limit``, the positives are corrupted in order until that many negatives are made."""
     in_kg = kg_triple_set(kg)
     keys, _ = type_keys(kg, "auto", in_kg)
     external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
@@ -156,6 +157,8 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *,
     rng = random.Random(SEED)
     negatives = []
     for triple in positives:
+        if limit is not None and len(negatives) >= limit:
+            break
         negative = sampler.corrupt(triple, rng)
         if negative is not None:
             negatives.append((*negative.triple, False))

@@ -14,6 +14,7 @@ from django.db.models import F
 from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
+from verifier.memory import bootstrap
 from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, StructuralModel, VerificationTask
 from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
@@ -198,6 +199,9 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     slice_ = HeldOutTriple.objects.filter(model=model, reason="calibration")
     assert metrics["held_out"]["calibration"] == slice_.count() == 3
     assert not set(slice_.values_list("head_id", "relation_id", "tail_id")) & set(ids)
+    # The memory bootstrap draws true triples from the slice and as many corruptions.
+    labels = [label for *_, label in bootstrap.draw(kg, 4)]
+    assert labels.count(True) == labels.count(False) == 2
     # Without the dataset's file (a KG loaded elsewhere), the slice and its corruptions calibrate it.
     (tmp_path / "towns" / "valid.txt").unlink()
     assert "calibration slice" in calibrate_structural(model)["source"]
