@@ -289,18 +289,29 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     return entry
 
 
-def set_memory_status(*, entry, status: str, actor=None) -> None:
-    """Retire or restore a memory entry (retired entries are never retrieved)."""
+def set_memory_status(*, entry, status: str, actor=None, reason: str = "") -> None:
+    """Retire or restore a memory entry (retired entries are never retrieved). Retiring an entry that awaits
+    review is that review's other outcome: its provenance then says who retired it, and why (``reason``)."""
     if status not in MemoryEntry.Status.values:
         raise ValueError(f"unknown status {status!r}")
     if entry.status == status:
         return
+    reason = " ".join(reason.split())
     with transaction.atomic():
-        before = entry.status
+        before = {"status": entry.status, "provenance": entry.provenance}
         entry.status = status
-        entry.save(update_fields=["status", "updated_at"])
+        if status == MemoryEntry.Status.RETIRED:
+            outcome = _reviewed_by(actor, "retired") + (f": {reason}" if reason else "")
+            entry.provenance = entry.provenance.replace(UNREVIEWED, outcome)[:500]
+        entry.save(update_fields=["status", "provenance", "updated_at"])
         record_audit(actor=actor, action=f"memory.{'retire' if status == 'retired' else 'restore'}", obj=entry,
-                     before={"status": before}, after={"status": status})
+                     before={"status": before["status"]}, after={"status": status, **({"reason": reason} if reason else {})})
+
+
+def _reviewed_by(actor, outcome: str = "") -> str:
+    """What replaces a bootstrapped entry's "awaiting review" in its provenance."""
+    who = actor.get_username() if getattr(actor, "is_authenticated", False) else "a curator"
+    return f"reviewed{f' and {outcome}' if outcome else ''} by {who} on {timezone.localdate():%Y-%m-%d}"
 
 
 def review_memory(*, entry, actor, lesson: str) -> None:
@@ -315,8 +326,7 @@ def review_memory(*, entry, actor, lesson: str) -> None:
     with transaction.atomic():
         before = {"lesson": entry.lesson, "provenance": entry.provenance}
         entry.lesson = lesson
-        entry.provenance = entry.provenance.replace(
-            UNREVIEWED, f"reviewed by {actor.get_username()} on {timezone.localdate():%Y-%m-%d}")[:500]
+        entry.provenance = entry.provenance.replace(UNREVIEWED, _reviewed_by(actor))[:500]
         entry.save(update_fields=["lesson", "provenance", "updated_at"])
         record_audit(actor=actor, action="memory.review", obj=entry, before=before,
                      after={"lesson": entry.lesson, "provenance": entry.provenance})

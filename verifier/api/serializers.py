@@ -281,6 +281,11 @@ class PromoteSerializer(serializers.Serializer):
 
 
 # ------------------------------------------------------------------------------------------------ memory
+class MemoryRetireSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=300,
+                                   help_text="why (a bootstrapped entry's provenance records it)")
+
+
 class MemoryReviewSerializer(serializers.Serializer):
     lesson = serializers.CharField(max_length=2000, help_text="what a small model's plan is shown of this case "
                                    f"(at most {LESSON_CHARS} characters once whitespace is collapsed)")

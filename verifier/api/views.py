@@ -253,13 +253,17 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
 
     def _set_status(self, new_status: str) -> Response:
         entry = self.get_object()
-        services.set_memory_status(entry=entry, status=new_status, actor=self.request.user)
+        form = s.MemoryRetireSerializer(data=self.request.data)
+        form.is_valid(raise_exception=True)
+        services.set_memory_status(entry=entry, status=new_status, actor=self.request.user,
+                                   reason=form.validated_data.get("reason", ""))
         return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data)
 
-    @extend_schema(request=None, responses={200: s.MemoryEntryDetailSerializer})
+    @extend_schema(request=s.MemoryRetireSerializer, responses={200: s.MemoryEntryDetailSerializer})
     @action(detail=True, methods=["post"])
     def retire(self, request: Request, pk=None) -> Response:
-        """Stop retrieving this entry (kept, and restorable)."""
+        """Stop retrieving this entry (kept, and restorable); an optional ``reason`` goes into the provenance of
+        an entry that awaited review."""
         return self._set_status(MemoryEntry.Status.RETIRED)
 
     @extend_schema(request=None, responses={200: s.MemoryEntryDetailSerializer})

@@ -110,12 +110,12 @@ def memory_review(request: HttpRequest, entry_id: int) -> HttpResponse:
 @require_POST
 @role_required(REVIEWER)
 def memory_status(request: HttpRequest, entry_id: int) -> HttpResponse:
-    """Retire (never retrieved again) or restore an entry."""
+    """Retire (never retrieved again; ``reason`` says why) or restore an entry."""
     entry = get_object_or_404(MemoryEntry, pk=entry_id)
     status = request.POST.get("status", "")
     if status not in MemoryEntry.Status.values:
         return HttpResponseBadRequest(f"status must be one of {', '.join(MemoryEntry.Status.values)}")
-    services.set_memory_status(entry=entry, status=status, actor=request.user)
+    services.set_memory_status(entry=entry, status=status, actor=request.user, reason=request.POST.get("reason", "")[:300])
     if status == MemoryEntry.Status.RETIRED:
         messages.success(request, f"Memory {entry.pk} retired: later runs no longer retrieve it.")
     else:

@@ -134,6 +134,9 @@ def test_a_review_sets_the_lesson_and_ends_the_wait_and_a_bad_lesson_is_a_field_
     body = client.post(reverse("api:memory-review", args=[entry.pk]), {"lesson": "The KG names his birthplace."}, format="json").json()
     assert body["lesson"] == "The KG names his birthplace." and body["awaits_review"] is False
     assert client.get(reverse("api:memory-list") + "?review=awaiting").json()["results"] == []
+    assert client.post(reverse("api:memory-retire", args=[entry.pk]), {"reason": "x" * 301}, format="json").status_code == 400
+    retired = client.post(reverse("api:memory-retire", args=[entry.pk]), {"reason": "a duplicate"}, format="json").json()
+    assert retired["status"] == "retired" and retired["provenance"].count("reviewed") == 1  # reviewed already: said once
 
 
 def test_the_audit_log_lists_who_did_what_with_before_and_after(verified, client_as, make_user):

@@ -148,6 +148,16 @@ def test_a_reviewer_keeps_a_bootstrapped_entry_with_a_reworded_lesson_and_it_no_
     assert bank.for_claim("Kinky Friedman educated at University of Texas", 1, "educated at")[0].lesson == entry.lesson
 
 
+def test_retiring_a_bootstrapped_entry_with_a_reason_records_it_as_the_review(make_user, bootstrapped):
+    client = signed_in(make_user("reviewer", "rosa"))
+    client.post(reverse("memory-status", args=[bootstrapped.pk]), {"status": "retired", "reason": " a true fact  the KG lacks "})
+    entry = MemoryEntry.objects.get(pk=bootstrapped.pk)
+    assert entry.status == MemoryEntry.Status.RETIRED and not entry.awaits_review
+    assert entry.provenance.endswith(f"reviewed and retired by rosa on {timezone.localdate():%Y-%m-%d}: a true fact the KG lacks")
+    assert AuditEvent.objects.get(action="memory.retire", object_id=str(entry.pk)).after == {
+        "status": "retired", "reason": "a true fact the KG lacks"}
+
+
 def test_a_lesson_longer_than_a_prompt_shows_is_refused_and_the_entry_keeps_its_own(make_user, bootstrapped):
     client = client_for(make_user, "reviewer")
     response = client.post(reverse("memory-review", args=[bootstrapped.pk]), {"lesson": "word " * 100})
