@@ -17,7 +17,7 @@ from verifier.memory import encoder
 from verifier.models import MemoryEntry, Run, Verdict
 from verifier.models.memory import UNREVIEWED
 
-# Investigations of CoDEx-S training triples that a fresh installation starts with (make demo, evaluate_suite):
+# Investigations of CoDEx-S and FB15k-237 training triples that a fresh installation starts with (make demo, evaluate_suite):
 # reviewed by a curator, or bootstrapped and saying they await review; never the validation split the evaluation
 # harness samples.
 SEED_BANK = Path(__file__).resolve().parents[1] / "data" / "memory_bank.json"

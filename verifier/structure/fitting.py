@@ -65,6 +65,17 @@ def labelled_dataset(kg: KnowledgeGraph):
     return dataset
 
 
+def labelled_triples(kg: KnowledgeGraph) -> set[tuple[int, int, int]]:
+    """The triples of the KG's labelled validation split (positives and verified negatives; empty without
+    one). A corruption made to stand for a false triple must not be one of them: a true one would be
+    labelled false."""
+    dataset = labelled_dataset(kg)
+    if dataset is None:
+        return set()
+    files = [dataset.positives, *([dataset.negatives] if dataset.negatives else [])]
+    return {(r.head_id, r.relation_id, r.tail_id) for path in files for r in read_rows(kg, settings.KGV_DATA_DIR / path)}
+
+
 @dataclass
 class FitSet:
     """The labelled triples a structural calibration is fitted on, one row per triple, and where they come

@@ -199,9 +199,11 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     slice_ = HeldOutTriple.objects.filter(model=model, reason="calibration")
     assert metrics["held_out"]["calibration"] == slice_.count() == 3
     assert not set(slice_.values_list("head_id", "relation_id", "tail_id")) & set(ids)
-    # The memory bootstrap draws true triples from the slice and as many corruptions.
-    labels = [label for *_, label in bootstrap.draw(kg, 4)]
+    # The memory bootstrap draws true triples from the slice and as many corruptions, none a validation triple.
+    drawn = bootstrap.draw(kg, 4)
+    labels = [label for *_, label in drawn]
     assert labels.count(True) == labels.count(False) == 2
+    assert bootstrap.labelled_triples(kg) == set(ids) and not {row[:3] for row in drawn} & set(ids)
     # Without the dataset's file (a KG loaded elsewhere), the slice and its corruptions calibrate it.
     (tmp_path / "towns" / "valid.txt").unlink()
     assert "calibration slice" in calibrate_structural(model)["source"]
