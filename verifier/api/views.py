@@ -209,7 +209,7 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         form.is_valid(raise_exception=True)
         entry = services.promote_run(run=run, actor=request.user, trajectory=form.validated_data.get("trajectory"),
                                      triple_text=form.validated_data.get("triple_text"))
-        return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(memory_data(entry), status=status.HTTP_201_CREATED)
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -217,6 +217,11 @@ def memory_queryset():
     return memory_entries().prefetch_related(
         Prefetch("uses", queryset=RunMemory.objects.select_related("run").order_by("-run__created_at"))
     )
+
+
+def memory_data(entry: MemoryEntry) -> dict:
+    """The entry as the memory endpoints answer with it, as stored now."""
+    return s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data
 
 
 @extend_schema_view(list=extend_schema(parameters=[
@@ -257,7 +262,7 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
         form.is_valid(raise_exception=True)
         services.set_memory_status(entry=entry, status=new_status, actor=self.request.user,
                                    reason=form.validated_data.get("reason", ""))
-        return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data)
+        return Response(memory_data(entry))
 
     @extend_schema(request=s.MemoryRetireSerializer, responses={200: s.MemoryEntryDetailSerializer})
     @action(detail=True, methods=["post"])
@@ -279,7 +284,7 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
         form = s.MemoryReviewSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         services.review_memory(entry=entry, actor=request.user, lesson=form.validated_data["lesson"])
-        return Response(s.MemoryEntryDetailSerializer(memory_queryset().get(pk=entry.pk)).data)
+        return Response(memory_data(entry))
 
 
 # ------------------------------------------------------------------------------------------- evaluations
