@@ -298,14 +298,17 @@ def set_memory_status(*, entry, status: str, actor=None, reason: str = "") -> No
         return
     reason = " ".join(reason.split())
     with transaction.atomic():
-        before = {"status": entry.status, "provenance": entry.provenance}
+        before, provenance = {"status": entry.status}, entry.provenance
         entry.status = status
         if status == MemoryEntry.Status.RETIRED:
             outcome = _reviewed_by(actor, "retired") + (f": {reason}" if reason else "")
             entry.provenance = entry.provenance.replace(UNREVIEWED, outcome)[:500]
         entry.save(update_fields=["status", "provenance", "updated_at"])
+        after = {"status": status, **({"reason": reason} if reason else {})}
+        if entry.provenance != provenance:
+            before["provenance"], after["provenance"] = provenance, entry.provenance
         record_audit(actor=actor, action=f"memory.{'retire' if status == 'retired' else 'restore'}", obj=entry,
-                     before={"status": before["status"]}, after={"status": status, **({"reason": reason} if reason else {})})
+                     before=before, after=after)
 
 
 def _reviewed_by(actor, outcome: str = "") -> str:

@@ -64,6 +64,8 @@ ENDPOINTS = [
     Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
     Endpoint("memory-status", "post", lambda rows: reverse("memory-status", args=[rows["entry"].pk]), "reviewer",
              label="retire", data=lambda rows: {"status": "retired"}),
+    Endpoint("memory-review", "post", lambda rows: reverse("memory-review", args=[rows["entry"].pk]), "reviewer",
+             label="review", data=lambda rows: {"lesson": "The KG names another country."}),
     Endpoint("evaluations:list", "get", lambda rows: reverse("evaluations:list"), "viewer"),
     Endpoint("evaluations:detail", "get", lambda rows: reverse("evaluations:detail", args=[rows["evaluation"].pk]), "viewer"),
     Endpoint("evaluations:chart", "get", lambda rows: reverse("evaluations:chart", args=[rows["evaluation"].pk, "relations"]),
@@ -107,7 +109,7 @@ def _state() -> tuple:
     """Everything a page could write."""
     return (AuditEvent.objects.count(), Run.objects.count(), VerificationTask.objects.count(),
             list(VerificationTask.objects.order_by("pk").values_list("assignee_id", flat=True)),
-            list(MemoryEntry.objects.order_by("pk").values_list("status", flat=True)), Review.objects.count(),
+            list(MemoryEntry.objects.order_by("pk").values_list("status", "lesson")), Review.objects.count(),
             list(Webhook.objects.order_by("pk").values_list("active", flat=True)))
 
 

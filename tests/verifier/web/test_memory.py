@@ -154,8 +154,9 @@ def test_retiring_a_bootstrapped_entry_with_a_reason_records_it_as_the_review(ma
     entry = MemoryEntry.objects.get(pk=bootstrapped.pk)
     assert entry.status == MemoryEntry.Status.RETIRED and not entry.awaits_review
     assert entry.provenance.endswith(f"reviewed and retired by rosa on {timezone.localdate():%Y-%m-%d}: a true fact the KG lacks")
-    assert AuditEvent.objects.get(action="memory.retire", object_id=str(entry.pk)).after == {
-        "status": "retired", "reason": "a true fact the KG lacks"}
+    event = AuditEvent.objects.get(action="memory.retire", object_id=str(entry.pk))
+    assert event.after == {"status": "retired", "reason": "a true fact the KG lacks", "provenance": entry.provenance}
+    assert event.before == {"status": "active", "provenance": bootstrapped.provenance}
 
 
 def test_a_lesson_longer_than_a_prompt_shows_is_refused_and_the_entry_keeps_its_own(make_user, bootstrapped):
