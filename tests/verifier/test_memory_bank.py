@@ -14,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_seed_bank_loads_and_guides_similar_claims():
-    added, skipped = bank.import_bank(bank.SEED_BANK)
-    assert added >= 4 and skipped == 0
+    imported = bank.import_bank(bank.SEED_BANK)
+    added = imported.added
+    assert added >= 4 and imported.updated == imported.unchanged == 0
     verdicts = set(MemoryEntry.objects.values_list("verdict", flat=True))
     assert verdicts == {"correct", "incorrect"}  # both outcomes are shown to the agent
     for entry in MemoryEntry.objects.all():  # reviewed by a curator (kept or retired), or saying it awaits review
@@ -25,7 +26,7 @@ def test_the_seed_bank_loads_and_guides_similar_claims():
         assert (entry.status == MemoryEntry.Status.RETIRED) == ("retired" in entry.provenance), entry.provenance
     nearest = bank.retrieve("Alice Munro country of citizenship Brazil", k=1)[0]
     assert nearest.triple_text == "Margaret Atwood country of citizenship Brazil" and nearest.similarity > 0.5
-    assert bank.import_bank(bank.SEED_BANK) == (0, added)  # importing again adds nothing
+    assert bank.import_bank(bank.SEED_BANK) == bank.Imported(0, 0, added)  # importing again changes nothing
 
 
 def test_export_then_import_round_trips_entries_and_their_status(tmp_path):
@@ -39,6 +40,31 @@ def test_export_then_import_round_trips_entries_and_their_status(tmp_path):
     call_command("memory_bank", "import", str(path))
     assert dict(MemoryEntry.objects.values_list("triple_text", "status")) == {"a r b": "active", "c r d": "retired"}
     assert [m.triple_text for m in bank.retrieve(kept.triple_text, k=5)] == ["a r b"]  # retired entries never guide
+
+
+def test_an_import_brings_entries_awaiting_review_up_to_the_files_version_and_never_overwrites_a_review(tmp_path):
+    """An installation seeded from an older bank gets the re-derived lessons and the reviews done elsewhere;
+    an entry a curator has reviewed here keeps that review."""
+    trajectory = "Thought: t\nFinal Answer: [Incorrect] Because [E1]."
+    waiting = bank.add_entry(triple_text="a r b", trajectory=trajectory, verdict="incorrect", lesson="the old lesson.",
+                             provenance=f"bootstrapped from run 1; {bank.UNREVIEWED}")
+    reviewed_here = bank.add_entry(triple_text="c r d", trajectory=trajectory, verdict="incorrect", lesson="rosa's lesson.",
+                                   provenance="bootstrapped from run 2; reviewed by rosa on 2026-11-29")
+    path = tmp_path / "bank.json"
+    path.write_text(json.dumps({"format": "kgv-memory-bank/1", "entries": [
+        {"triple_text": "a r b", "trajectory": trajectory, "verdict": "incorrect", "lesson": "Decided by the evidence.",
+         "status": "retired", "provenance": "bootstrapped from run 1; reviewed and retired by ana on 2026-11-28: a true fact"},
+        {"triple_text": "c r d", "trajectory": trajectory, "verdict": "incorrect", "lesson": "another lesson.",
+         "provenance": f"bootstrapped from run 2; {bank.UNREVIEWED}"},
+        {"triple_text": "e r f", "trajectory": trajectory, "verdict": "incorrect"}]}))
+    call_command("memory_bank", "import", str(path))
+    waiting.refresh_from_db()
+    reviewed_here.refresh_from_db()
+    assert (waiting.lesson, waiting.status, waiting.awaits_review) == ("Decided by the evidence.", "retired", False)
+    assert "retired by ana" in waiting.provenance
+    assert (reviewed_here.lesson, reviewed_here.status, reviewed_here.provenance) == (
+        "rosa's lesson.", "active", "bootstrapped from run 2; reviewed by rosa on 2026-11-29")
+    assert bank.import_bank(path) == bank.Imported(0, 0, 3)  # the file's version is now here: nothing more to do
 
 
 def test_a_file_that_is_not_a_bank_is_refused_and_nothing_is_added(tmp_path):

@@ -4,6 +4,7 @@ reviewed runs, export and import."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
@@ -164,14 +165,38 @@ def read_bank(path: Path) -> list[dict]:
              "status": row.get("status", MemoryEntry.Status.ACTIVE)} for row in data["entries"]]
 
 
+@dataclass(frozen=True)
+class Imported:
+    added: int
+    updated: int  # entries here that awaited review, brought up to the file's reviewed or re-derived version
+    unchanged: int
+
+    def __str__(self) -> str:
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} already present"
+
+
+REVIEWABLE_FIELDS = ("lesson", "status", "provenance")
+
+
 @transaction.atomic
-def import_bank(path: Path) -> tuple[int, int]:
-    """(added, skipped as already present). Entries are re-embedded; identical triple+trajectory is skipped.
-    The whole file is checked first (read_bank): a bad entry imports nothing."""
-    added = skipped = 0
+def import_bank(path: Path) -> Imported:
+    """Entries are re-embedded; an entry with the same triple and trajectory is not added again. Where that
+    entry still awaits review here and the file's version differs in lesson, status or provenance (a
+    curator reviewed it elsewhere, or the lesson was derived again), it takes the file's version; an entry
+    reviewed here is never overwritten. The whole file is checked first (read_bank): a bad entry imports
+    nothing."""
+    added = updated = unchanged = 0
     for row in read_bank(path):
-        if MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).exists():
-            skipped += 1
+        present = MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).first()
+        if present is not None:
+            incoming = {"lesson": row["lesson"], "status": row["status"], "provenance": row["provenance"] or present.provenance}
+            if present.awaits_review and any(getattr(present, f) != incoming[f] for f in REVIEWABLE_FIELDS):
+                for name in REVIEWABLE_FIELDS:
+                    setattr(present, name, incoming[name])
+                present.save(update_fields=list(REVIEWABLE_FIELDS))
+                updated += 1
+            else:
+                unchanged += 1
             continue
         entry = add_entry(triple_text=row["triple_text"], trajectory=row["trajectory"], verdict=row["verdict"],
                           relation_label=row["relation_label"], lesson=row["lesson"],
@@ -180,14 +205,14 @@ def import_bank(path: Path) -> tuple[int, int]:
             entry.status = MemoryEntry.Status.RETIRED
             entry.save(update_fields=["status"])
         added += 1
-    return added, skipped
+    return Imported(added, updated, unchanged)
 
 
 def seed_if_empty() -> str | None:
     """Import the seed bank into an empty memory bank, and say what it added (None when the bank had entries)."""
     if MemoryEntry.objects.exists() or not SEED_BANK.exists():
         return None
-    added, _ = import_bank(SEED_BANK)
+    added = import_bank(SEED_BANK).added
     unreviewed = MemoryEntry.objects.filter(provenance__contains=UNREVIEWED).count()
     return (f"Memory bank seeded with {added} investigations ({SEED_BANK.name}): {added - unreviewed} reviewed by a curator, "
             f"{unreviewed} bootstrapped from training triples and awaiting review.")

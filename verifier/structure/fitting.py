@@ -65,6 +65,11 @@ def labelled_dataset(kg: KnowledgeGraph):
     return dataset
 
 
+def _triples_in(kg: KnowledgeGraph, path: str) -> set[tuple[int, int, int]]:
+    """The (head, relation, tail) row ids of a dataset file's triples."""
+    return {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / path)}
+
+
 def labelled_triples(kg: KnowledgeGraph) -> set[tuple[int, int, int]]:
     """The triples of the KG's labelled validation split (positives and verified negatives; empty without
     one). A corruption made to stand for a false triple must not be one of them: a true one would be
@@ -72,8 +77,7 @@ def labelled_triples(kg: KnowledgeGraph) -> set[tuple[int, int, int]]:
     dataset = labelled_dataset(kg)
     if dataset is None:
         return set()
-    files = [dataset.positives, *([dataset.negatives] if dataset.negatives else [])]
-    return {(r.head_id, r.relation_id, r.tail_id) for path in files for r in read_rows(kg, settings.KGV_DATA_DIR / path)}
+    return _triples_in(kg, dataset.positives) | _verified_negatives(kg, dataset)
 
 
 @dataclass
@@ -120,14 +124,14 @@ def _verified_negatives(kg: KnowledgeGraph, dataset) -> set[tuple[int, int, int]
     """The row triples of the KG's dataset's verified negatives (empty when it ships none)."""
     if dataset is None or not dataset.negatives:
         return set()
-    return {(r.head_id, r.relation_id, r.tail_id) for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.negatives)}
+    return _triples_in(kg, dataset.negatives)
 
 
 def _labelled_rows(model: StructuralModel, dataset, verified: set[tuple[int, int, int]]) -> tuple[LabelledRows, str]:
     kg = model.kg
     if dataset is not None:
         in_kg = kg_triple_set(kg)
-        rows = {(r.head_id, r.relation_id, r.tail_id): True for r in read_rows(kg, settings.KGV_DATA_DIR / dataset.positives)}
+        rows = dict.fromkeys(_triples_in(kg, dataset.positives), True)
         if not dataset.negatives:
             positives = sorted(k for k in rows if k not in in_kg)
             return [(*p, True) for p in positives] + corruptions(kg, positives, also_true=set(rows)), \

@@ -20,7 +20,7 @@ from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import training_data
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
-from verifier.structure.fitting import calibrate_structural
+from verifier.structure.fitting import calibrate_structural, corruptions
 from verifier.structure.kge import KGEConfig
 from verifier.structure.training import train
 from verifier.tools.kg_plausibility import observation
@@ -207,6 +207,20 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     # Without the dataset's file (a KG loaded elsewhere), the slice and its corruptions calibrate it.
     (tmp_path / "towns" / "valid.txt").unlink()
     assert "calibration slice" in calibrate_structural(model)["source"]
+
+
+def test_corruptions_up_to_a_limit_go_on_past_a_positive_that_has_no_replacement(towns):
+    """What keeps the memory bootstrap's two halves the same size in a KG whose types leave some true triples
+    without a same-type replacement: the next positives are corrupted instead."""
+    kg, triples = towns
+    positives = [_ids(kg, *t) for t in triples if t[1] == "citizen_of"][:8]
+    head, relation, tail = positives[0]
+    everyone = list(kg.entities.values_list("pk", flat=True))
+    no_replacement = {(head, relation, e) for e in everyone} | {(e, relation, tail) for e in everyone}
+    negatives = corruptions(kg, positives, also_true=no_replacement, limit=3)
+    assert len(negatives) == 3 and not any(label for *_, label in negatives)
+    assert not {n[:3] for n in negatives} & (no_replacement | set(kg.triples.values_list("head_id", "relation_id", "tail_id")))
+    assert corruptions(kg, positives[:1], also_true=no_replacement) == []  # the first alone has none
 
 
 def test_verified_negatives_are_joined_by_corruptions_of_a_quarter_of_the_positives(towns, tmp_path, settings, monkeypatch):

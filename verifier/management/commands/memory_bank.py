@@ -1,5 +1,6 @@
 """``manage.py memory_bank export bank.json`` / ``import bank.json`` — move the memory bank between
-installations (entries are re-embedded on import; identical entries are skipped).
+installations (entries are re-embedded on import; an entry already here is not added again, and takes the
+file's lesson, status and provenance only while it awaits a curator's review).
 
 ``manage.py memory_bank bootstrap --kg codex-s --n 100`` — build candidate memories from the KG's own
 training triples (verifier/memory/bootstrap.py): the agent investigates them through Celery like an
@@ -46,10 +47,10 @@ class Command(BaseCommand):
         if not path.exists():
             raise CommandError(f"{path} does not exist")
         try:
-            added, skipped = bank.import_bank(path)
+            imported = bank.import_bank(path)
         except bank.BankFileError as exc:
             raise CommandError(f"{path}: {exc}; nothing was imported") from None
-        self.stdout.write(self.style.SUCCESS(f"Imported {added} memory entries ({skipped} already present)"))
+        self.stdout.write(self.style.SUCCESS(f"Imported {path}: {imported}"))
 
     def _bootstrap(self, options) -> None:
         if not options["kg"]:
