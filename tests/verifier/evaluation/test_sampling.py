@@ -95,6 +95,7 @@ def test_fb15k_negatives_are_never_kg_triples_and_keep_the_relation_signature(fb
     kg, positives = fb15k_slice
     benchmark = build_benchmark(str(positives), n=80, seed=11, kg_name=kg.name)
     assert benchmark.notes["type_scheme"] == "signature"
+    assert benchmark.notes["caveat"].startswith("The negatives are not checked")  # the evaluation page says so
     triples = benchmark.triples
     assert len(triples) == 80 and sum(t.label for t in triples) == 40
     in_kg = set(Triple.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
