@@ -3,11 +3,12 @@
 A benchmark without verified negatives (FB15k-237) labels a type-constrained corruption of a true triple false. Under
 the open world some corruptions are true facts the KG lacks, and a verdict of Correct on one counts as an error. The
 audit draws a random sample of an evaluation's negatives and writes them to a file without the verdicts, so the
-reader judges blind; each row is then marked ``true``, ``likely true``, ``unsure`` or ``false`` with a reason. Given
-the judged file, it prints the share of each judgement (Wilson 95%), the verdicts given to each, and the accuracy on
-the sample's negatives by the dataset's label and by the judged one. Changes nothing.
+reader judges blind; each row is then marked ``true``, ``likely true``, ``unsure`` or ``false`` with a reason. Run on
+the same file again, it draws more from the negatives the file lacks. Given the judged file, it prints the share of
+each judgement (Wilson 95%), the verdicts given to each, and the accuracy on the sample's negatives by the dataset's
+label and by the judged one. Changes nothing.
 
-    DEBUG=1 .venv/bin/python bench/label_audit.py fb-agent-500-s10-s35 --sample 80 --seed 2026 --write audit.tsv
+    DEBUG=1 .venv/bin/python bench/label_audit.py fb-agent-500-s10-s35 --sample 80 --seed 2026 --write audit.tsv   # again to draw more
     DEBUG=1 .venv/bin/python bench/label_audit.py fb-agent-500-s10-s35 --judged bench/audits/fb15k-237-valid-negatives-s10.tsv
 """
 
@@ -43,16 +44,27 @@ def negatives(evaluation: Evaluation) -> dict[tuple[str, str, str], object]:
 
 
 def write_sample(evaluation: Evaluation, size: int, seed: int, path: Path) -> None:
+    """A random sample of the evaluation's negatives, blank for judging. When ``path`` exists the sample is drawn
+    from the negatives it lacks and appended, so a judged sample grows into a larger random sample."""
     items = negatives(evaluation)
-    chosen = random.Random(seed).sample(list(items), min(size, len(items)))  # in the order the evaluation drew them
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    present = {(r["head"], r["relation"], r["tail"]) for r in _rows(path)} if path.exists() else set()
+    remaining = [key for key in items if key not in present]  # in the order the evaluation drew them
+    chosen = random.Random(seed).sample(remaining, min(size, len(remaining)))
+    with path.open("a", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, delimiter="\t")
-        writer.writerow(COLUMNS)
+        if not present:
+            writer.writerow(COLUMNS)
         for key in chosen:
             task = items[key].task
             writer.writerow([*key, task.head.label, task.relation.label, task.tail.label, "", ""])
-    print(f"{len(chosen)} of {len(items)} negatives of {evaluation.name} written to {path}: mark each row's judgement "
+    print(f"{len(chosen)} of {len(items)} negatives of {evaluation.name} written to {path}"
+          f"{f' after the {len(present)} it held' if present else ''}: mark each row's judgement "
           f"({' / '.join(JUDGEMENTS)}) and reason, then run again with --judged {path}")
+
+
+def _rows(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
 
 
 def _share(k: int, n: int) -> str:
@@ -62,8 +74,7 @@ def _share(k: int, n: int) -> str:
 
 def report(evaluation: Evaluation, path: Path) -> None:
     items = negatives(evaluation)
-    with path.open(encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
+    rows = _rows(path)
     unknown = [r for r in rows if r["judgement"] not in JUDGEMENTS]
     if unknown:
         raise SystemExit(f"{len(unknown)} row(s) of {path} have no judgement among {', '.join(JUDGEMENTS)} "
@@ -95,7 +106,7 @@ def main() -> None:
     parser.add_argument("evaluation", help="the name of a stored evaluation")
     parser.add_argument("--sample", type=int, default=80, help="negatives to draw (with --write)")
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--write", type=Path, help="write a blind sample to judge to this TSV file")
+    parser.add_argument("--write", type=Path, help="write a blind sample to judge to this TSV file (an existing one grows)")
     parser.add_argument("--judged", type=Path, help="a judged TSV file to report on")
     args = parser.parse_args()
     evaluation = Evaluation.objects.filter(name=args.evaluation).first()
