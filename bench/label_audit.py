@@ -95,6 +95,12 @@ def report(evaluation: Evaluation, path: Path) -> None:
         settled = [(r, item) for r, item in judged if r["judgement"] in (*relabelled, "false")]
         right = sum(item.run.verdict == ("correct" if r["judgement"] in relabelled else "incorrect") for r, item in settled)
         print(f"right by the judged label, {' and '.join(relabelled)} counted true, the rest left out: {_share(right, len(settled))}")
+    by_relation: dict[str, Counter] = {}
+    for r, _ in judged:
+        by_relation.setdefault(r["relation_label"], Counter())[r["judgement"]] += 1
+    truest = sorted(((c["true"] + c["likely true"], c.total(), name) for name, c in by_relation.items()), reverse=True)
+    print("\nrelations whose negatives were judged true or likely true, most first (of judged):",
+          "; ".join(f"{name} {k}/{n}" for k, n, name in truest if k))
     errors = [(r, item) for r, item in judged if item.run.verdict == "correct"]
     if errors:
         judged_true = sum(r["judgement"] in ("true", "likely true") for r, _ in errors)
