@@ -15,7 +15,7 @@ from verifier.errors import ApplicationError
 from verifier.evaluation.datasets import build_benchmark, validation_benchmark
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
-from verifier.memory.bank import add_entry, lesson_of, trajectory_of
+from verifier.memory.bank import Imported, add_entry, import_bank, lesson_of, trajectory_of
 from verifier.models import (
     AuditEvent,
     FitTriple,
@@ -309,6 +309,17 @@ def set_memory_status(*, entry, status: str, actor=None, reason: str = "") -> No
             before["provenance"], after["provenance"] = provenance, entry.provenance
         record_audit(actor=actor, action=f"memory.{'retire' if status == 'retired' else 'restore'}", obj=entry,
                      before=before, after=after)
+
+
+def import_memory_bank(path: Path, *, actor=None) -> Imported:
+    """Import a memory bank export (bank.import_bank); each entry the file brought up to its version (a
+    review done elsewhere, a re-derived lesson) is in the audit log with its fields before and after."""
+    with transaction.atomic():
+        imported = import_bank(path)
+        for entry, before in imported.changes:
+            record_audit(actor=actor, action="memory.import", obj=entry, before=before,
+                         after={name: getattr(entry, name) for name in before} | {"file": path.name})
+    return imported
 
 
 def _reviewed_by(actor, outcome: str = "") -> str:

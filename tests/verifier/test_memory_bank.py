@@ -9,7 +9,7 @@ from django.db import connection
 from pgvector.django import CosineDistance
 
 from verifier.memory import bank, encoder
-from verifier.models import MemoryEntry
+from verifier.models import AuditEvent, MemoryEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -63,6 +63,9 @@ def test_an_import_brings_entries_awaiting_review_up_to_the_files_version_and_ne
     reviewed_here.refresh_from_db()
     assert (waiting.lesson, waiting.status, waiting.awaits_review) == ("Decided by the evidence.", "retired", False)
     assert "retired by ana" in waiting.provenance
+    event = AuditEvent.objects.get(action="memory.import")  # only the entry that changed
+    assert event.object_id == str(waiting.pk) and event.actor is None
+    assert (event.before["lesson"], event.before["status"], event.after["status"]) == ("the old lesson.", "active", "retired")
     assert (reviewed_here.lesson, reviewed_here.status, reviewed_here.provenance) == (
         "rosa's lesson.", "active", "bootstrapped from run 2; reviewed by rosa on 2026-11-29")
     assert bank.import_bank(path) == bank.Imported(0, 0, 3)  # the file's version is now here: nothing more to do

@@ -4,7 +4,7 @@ reviewed runs, export and import."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
@@ -170,6 +170,7 @@ class Imported:
     added: int
     updated: int  # entries here that awaited review, brought up to the file's reviewed or re-derived version
     unchanged: int
+    changes: tuple[tuple[MemoryEntry, dict], ...] = field(default=(), compare=False)  # each updated entry, its fields before
 
     def __str__(self) -> str:
         return f"{self.added} added, {self.updated} updated, {self.unchanged} already present"
@@ -185,16 +186,17 @@ def import_bank(path: Path) -> Imported:
     curator reviewed it elsewhere, or the lesson was derived again), it takes the file's version; an entry
     reviewed here is never overwritten. The whole file is checked first (read_bank): a bad entry imports
     nothing."""
-    added = updated = unchanged = 0
+    added = unchanged = 0
+    changes = []
     for row in read_bank(path):
         present = MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).first()
         if present is not None:
             incoming = {"lesson": row["lesson"], "status": row["status"], "provenance": row["provenance"] or present.provenance}
             if present.awaits_review and any(getattr(present, f) != incoming[f] for f in REVIEWABLE_FIELDS):
+                changes.append((present, {name: getattr(present, name) for name in REVIEWABLE_FIELDS}))
                 for name in REVIEWABLE_FIELDS:
                     setattr(present, name, incoming[name])
-                present.save(update_fields=list(REVIEWABLE_FIELDS))
-                updated += 1
+                present.save(update_fields=[*REVIEWABLE_FIELDS, "updated_at"])
             else:
                 unchanged += 1
             continue
@@ -205,7 +207,7 @@ def import_bank(path: Path) -> Imported:
             entry.status = MemoryEntry.Status.RETIRED
             entry.save(update_fields=["status"])
         added += 1
-    return Imported(added, updated, unchanged)
+    return Imported(added, len(changes), unchanged, tuple(changes))
 
 
 def seed_if_empty() -> str | None:

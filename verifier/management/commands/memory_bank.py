@@ -14,6 +14,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from verifier import services
 from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.management.lookup import kg_named
@@ -47,7 +48,7 @@ class Command(BaseCommand):
         if not path.exists():
             raise CommandError(f"{path} does not exist")
         try:
-            imported = bank.import_bank(path)
+            imported = services.import_memory_bank(path)
         except bank.BankFileError as exc:
             raise CommandError(f"{path}: {exc}; nothing was imported") from None
         self.stdout.write(self.style.SUCCESS(f"Imported {path}: {imported}"))
