@@ -49,6 +49,8 @@ def test_an_import_brings_entries_awaiting_review_up_to_the_files_version_and_ne
     trajectory = "Thought: t\nFinal Answer: [Incorrect] Because [E1]."
     waiting = bank.add_entry(triple_text="a r b", trajectory=trajectory, verdict="incorrect", lesson="the old lesson.",
                              provenance=f"bootstrapped from run 1; {bank.UNREVIEWED}")
+    kept = bank.add_entry(triple_text="g r h", trajectory=trajectory, verdict="incorrect", lesson="a derived lesson.",
+                          provenance=f"bootstrapped from run 3; {bank.UNREVIEWED}")
     reviewed_here = bank.add_entry(triple_text="c r d", trajectory=trajectory, verdict="incorrect", lesson="rosa's lesson.",
                                    provenance="bootstrapped from run 2; reviewed by rosa on 2026-11-29")
     path = tmp_path / "bank.json"
@@ -57,6 +59,8 @@ def test_an_import_brings_entries_awaiting_review_up_to_the_files_version_and_ne
          "status": "retired", "provenance": "bootstrapped from run 1; reviewed and retired by ana on 2026-11-28: a true fact"},
         {"triple_text": "c r d", "trajectory": trajectory, "verdict": "incorrect", "lesson": "another lesson.",
          "provenance": f"bootstrapped from run 2; {bank.UNREVIEWED}"},
+        {"triple_text": "g r h", "trajectory": trajectory, "verdict": "incorrect",  # an export older than lessons
+         "provenance": f"bootstrapped from run 3; {bank.UNREVIEWED}"},
         {"triple_text": "e r f", "trajectory": trajectory, "verdict": "incorrect"}]}))
     call_command("memory_bank", "import", str(path))
     waiting.refresh_from_db()
@@ -68,7 +72,9 @@ def test_an_import_brings_entries_awaiting_review_up_to_the_files_version_and_ne
     assert (event.before["lesson"], event.before["status"], event.after["status"]) == ("the old lesson.", "active", "retired")
     assert (reviewed_here.lesson, reviewed_here.status, reviewed_here.provenance) == (
         "rosa's lesson.", "active", "bootstrapped from run 2; reviewed by rosa on 2026-11-29")
-    assert bank.import_bank(path) == bank.Imported(0, 0, 3)  # the file's version is now here: nothing more to do
+    kept.refresh_from_db()
+    assert kept.lesson == "a derived lesson."  # a file without a lesson blanks none
+    assert bank.import_bank(path) == bank.Imported(0, 0, 4)  # the file's version is now here: nothing more to do
 
 
 def test_a_file_that_is_not_a_bank_is_refused_and_nothing_is_added(tmp_path):

@@ -191,7 +191,9 @@ def import_bank(path: Path) -> Imported:
     for row in read_bank(path):
         present = MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).first()
         if present is not None:
-            incoming = {"lesson": row["lesson"], "status": row["status"], "provenance": row["provenance"] or present.provenance}
+            # a field the file leaves empty (an export older than lessons) keeps what is here
+            incoming = {"lesson": row["lesson"] or present.lesson, "status": row["status"],
+                        "provenance": row["provenance"] or present.provenance}
             if present.awaits_review and any(getattr(present, f) != incoming[f] for f in REVIEWABLE_FIELDS):
                 changes.append((present, {name: getattr(present, name) for name in REVIEWABLE_FIELDS}))
                 for name in REVIEWABLE_FIELDS:
