@@ -289,14 +289,20 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
     return entry
 
 
+REASON_CHARS = 300  # the longest reason for retiring or restoring a memory, once whitespace is collapsed
+
+
 def set_memory_status(*, entry, status: str, actor=None, reason: str = "") -> None:
     """Retire or restore a memory entry (retired entries are never retrieved). Retiring an entry that awaits
-    review is that review's other outcome: its provenance then says who retired it, and why (``reason``)."""
+    review is that review's other outcome: its provenance then says who retired it, and why (``reason``); the
+    audit log keeps the reason of either change."""
     if status not in MemoryEntry.Status.values:
         raise ValueError(f"unknown status {status!r}")
+    reason = " ".join(reason.split())
+    if len(reason) > REASON_CHARS:
+        raise ReviewRejected(f"the reason has {len(reason)} characters; at most {REASON_CHARS} are kept")
     if entry.status == status:
         return
-    reason = " ".join(reason.split())
     with transaction.atomic():
         before, provenance = {"status": entry.status}, entry.provenance
         entry.status = status

@@ -27,6 +27,7 @@ from verifier.models import (
     VerificationTask,
 )
 from verifier.roles import CURATOR, has_role
+from verifier.services import REASON_CHARS
 
 MAX_BULK_IDS = 1000
 
@@ -282,8 +283,9 @@ class PromoteSerializer(serializers.Serializer):
 
 # ------------------------------------------------------------------------------------------------ memory
 class MemoryRetireSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=300,
-                                   help_text="why (a bootstrapped entry's provenance records it)")
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000,
+                                   help_text=f"why, at most {REASON_CHARS} characters once whitespace is collapsed "
+                                   "(the audit log records it; a bootstrapped entry's provenance too)")
 
 
 class MemoryReviewSerializer(serializers.Serializer):

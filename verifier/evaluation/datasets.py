@@ -248,7 +248,7 @@ def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int
         triples.append(LabelledTriple(*negative.triple, False, f"{origin[positive]} with the {negative.replaced} replaced"))
     notes = {"method": "type-constrained negatives (head or tail replaced by an entity of the same type)",
              "caveat": ("The negatives are not checked: some are true facts the KG lacks, and a verdict of Correct on one "
-                        "counts as an error (bench/label_audit.py sizes the share)."),
+                        "counts as an error. A curator can size the share: manage.py audit_labels draws a blind sample to judge."),
              "type_scheme": scheme, "pairs": len(drawn), "positives_read": len(positives),
              "positives_in_kg": len(distinct(map(_key, positives))) - len(pool), "positives_without_same_type_replacement": skipped,
              "typed_entities": sum(1 for e in keys if sampler.replaceable(e)), "entities": len(external)}

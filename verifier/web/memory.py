@@ -88,6 +88,7 @@ def _memory_page(request: HttpRequest, entry: MemoryEntry, form: MemoryReviewFor
         "can_review": has_role(request.user, REVIEWER),
         "review_form": form,
         "review_error": error,
+        "reason_chars": services.REASON_CHARS,
     }, status=status)
 
 
@@ -115,7 +116,11 @@ def memory_status(request: HttpRequest, entry_id: int) -> HttpResponse:
     status = request.POST.get("status", "")
     if status not in MemoryEntry.Status.values:
         return HttpResponseBadRequest(f"status must be one of {', '.join(MemoryEntry.Status.values)}")
-    services.set_memory_status(entry=entry, status=status, actor=request.user, reason=request.POST.get("reason", "")[:300])
+    try:
+        services.set_memory_status(entry=entry, status=status, actor=request.user, reason=request.POST.get("reason", ""))
+    except services.ReviewRejected as rejected:
+        messages.error(request, f"Memory {entry.pk} unchanged: {rejected}.")
+        return redirect(reverse("memory-detail", args=[entry.pk]))
     if status == MemoryEntry.Status.RETIRED:
         messages.success(request, f"Memory {entry.pk} retired: later runs no longer retrieve it.")
     else:

@@ -159,6 +159,17 @@ def test_retiring_a_bootstrapped_entry_with_a_reason_records_it_as_the_review(ma
     assert event.before == {"status": "active", "provenance": bootstrapped.provenance}
 
 
+def test_a_reason_longer_than_is_kept_leaves_the_entry_as_it_was_and_says_why(make_user, bootstrapped):
+    client = signed_in(make_user("reviewer", "rosa"))
+    page = client.post(reverse("memory-status", args=[bootstrapped.pk]), {"status": "retired", "reason": "why " * 100},
+                       follow=True).content.decode()
+    assert "unchanged: the reason has 399 characters; at most 300 are kept" in page
+    assert 'maxlength="300"' in page
+    entry = MemoryEntry.objects.get(pk=bootstrapped.pk)
+    assert (entry.status, entry.provenance) == (MemoryEntry.Status.ACTIVE, bootstrapped.provenance)
+    assert not AuditEvent.objects.filter(action="memory.retire", object_id=str(entry.pk)).exists()
+
+
 def test_a_lesson_longer_than_a_prompt_shows_is_refused_and_the_entry_keeps_its_own(make_user, bootstrapped):
     client = client_for(make_user, "reviewer")
     response = client.post(reverse("memory-review", args=[bootstrapped.pk]), {"lesson": "word " * 100})
