@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -181,7 +182,7 @@ def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
         claim = claim_of(task)
         toolbox = build_toolbox(task.kg, claim, kg_tools=config.kg_tools, external_tools=config.external_tools,
                                 structural_tools=config.structural_tools)
-        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=bank.for_claim,
+        investigation = Investigation(claim, config, llm=llm, tools=toolbox, memory=partial(bank.for_claim, kg=task.kg),
                                       weigher=weigher_for(task))
         final = _drive(run, investigation, on_step)
         if final is not None:

@@ -227,16 +227,17 @@ def awaited_training(run: Run) -> str:
 MEMORY_TEXT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "provenance")
 
 
-def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", review: str = "", text: str = "",
-                   similar: str = "") -> QuerySet[MemoryEntry]:
+def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", kg: str = "", review: str = "",
+                   text: str = "", similar: str = "") -> QuerySet[MemoryEntry]:
     """The memory bank as the page and the API list it, each entry with ``use_count`` and ``last_used``.
 
-    Filters (empty: any): status, verdict, the exact relation label, ``review`` ("awaiting": bootstrapped
+    Filters (empty: any): status, verdict, the exact relation label, the name of the KG the case was
+    investigated on, ``review`` ("awaiting": bootstrapped
     entries no curator has reviewed yet, "done": the others); ``text``: the words anywhere in the
     triple, relation, trajectory, lesson or provenance. With ``similar`` every entry is ranked by the cosine
     similarity of its embedded triple text to it (``similarity``), as a run retrieves; else newest first."""
-    entries = MemoryEntry.objects.select_related("source_run", "promoted_by")
-    for name, value in (("status", status), ("verdict", verdict), ("relation_label", relation)):
+    entries = MemoryEntry.objects.select_related("source_run", "promoted_by", "kg")
+    for name, value in (("status", status), ("verdict", verdict), ("relation_label", relation), ("kg__name", kg)):
         if value:
             entries = entries.filter(**{name: value})
     if review in ("awaiting", "done"):

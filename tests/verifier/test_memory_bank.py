@@ -9,7 +9,7 @@ from django.db import connection
 from pgvector.django import CosineDistance
 
 from verifier.memory import bank, encoder
-from verifier.models import AuditEvent, MemoryEntry
+from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +119,45 @@ def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out(
             .annotate(distance=CosineDistance("embedding", encoder.encode_one(claim))).order_by("distance")[:3].explain())
     assert "memory_embedding_hnsw" in plan  # the approximate index is the path under test
     assert [m.id for m in bank.for_claim(claim, 3, "country of citizenship")] == [sartre.pk]
+
+
+def test_an_entry_keeps_its_kg_across_installations_and_is_linked_once_that_kg_is_loaded(tmp_path, monkeypatch, capsys):
+    here = KnowledgeGraph.objects.create(name="tiny", version=1)
+    bank.add_entry(triple_text="Ada Lovelace place of birth London", trajectory="Final Answer: [Correct] [E1].",
+                   verdict="correct", relation_label="place of birth", kg=here)
+    path = tmp_path / "bank.json"
+    bank.export_bank(path)
+    assert json.loads(path.read_text())["entries"][0]["kg"] == "tiny"
+    # another installation, where that KG is not loaded yet: the entry comes in of no known KG
+    MemoryEntry.objects.all().delete()
+    here.delete()
+    assert bank.import_bank(path) == bank.Imported(1, 0, 0)
+    assert MemoryEntry.objects.get().kg is None
+    # loading the KG links the seed bank's entries that name it, once
+    monkeypatch.setattr(bank, "SEED_BANK", path)
+    triples = tmp_path / "tiny.tsv"
+    triples.write_text("Q1\tP19\tQ84\nQ2\tP19\tQ84\n")
+    call_command("load_kg", str(triples), name="tiny", no_kge=True, no_embed=True, no_progress=True)
+    assert "Memory bank: 1 entries investigated on tiny are now linked to it." in capsys.readouterr().out
+    loaded = KnowledgeGraph.objects.get(name="tiny")
+    assert MemoryEntry.objects.get().kg == loaded and bank.link_kg(loaded) == 0
+    # importing a file again links an entry of no known KG to the loaded KG the file names, and nothing else
+    MemoryEntry.objects.update(kg=None)
+    assert bank.import_bank(path) == bank.Imported(0, 0, 1, linked=1)
+    assert MemoryEntry.objects.get().kg == loaded
+
+
+def test_a_claim_is_guided_by_cases_of_its_relation_on_its_own_kg_not_by_another_kgs_relation_of_that_label():
+    """Two KGs can give different relations one label ("place of birth" in CoDEx-S and FB15k-237)."""
+    ours, theirs = (KnowledgeGraph.objects.create(name=name, version=1) for name in ("ours", "theirs"))
+    trajectory = "Final Answer: [Correct] [E1]."
+    own = bank.add_entry(triple_text="Alan Turing place of birth Maida Vale", trajectory=trajectory, verdict="correct",
+                         relation_label="place of birth", kg=ours)
+    unknown = bank.add_entry(triple_text="Grace Hopper place of birth New York City", trajectory=trajectory,
+                             verdict="correct", relation_label="place of birth")
+    other = bank.add_entry(triple_text="Charles Babbage place of birth Walworth", trajectory=trajectory,
+                           verdict="correct", relation_label="place of birth", kg=theirs)
+    claim = "Ada Lovelace place of birth London"
+    assert {m.id for m in bank.for_claim(claim, 3, "place of birth")} == {own.pk, unknown.pk, other.pk}
+    assert {m.id for m in bank.for_claim(claim, 3, "place of birth", kg=ours)} == {own.pk, unknown.pk}
+    assert {m.id for m in bank.for_claim(claim, 3, "place of birth", kg=theirs)} == {other.pk, unknown.pk}

@@ -228,6 +228,7 @@ def memory_data(entry: MemoryEntry) -> dict:
     OpenApiParameter("q", str, description="text search in triple, relation, trajectory, lesson and provenance"),
     OpenApiParameter("similar", str, description="rank by embedding cosine similarity to this text; adds `similarity`"),
     OpenApiParameter("relation", str, description="the relation label, exactly"),
+    OpenApiParameter("kg", str, description="the name of the KG the case was investigated on"),
     OpenApiParameter("status", str, enum=MemoryEntry.Status.values),
     OpenApiParameter("verdict", str, enum=["correct", "incorrect"]),
     OpenApiParameter("review", str, enum=["awaiting", "done"],
@@ -252,8 +253,8 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
             if (value := params.get(name)) and value not in choices:
                 raise exceptions.ValidationError({name: [f"one of {', '.join(choices)}"]})
         return memory_entries(status=params.get("status", ""), verdict=params.get("verdict", ""),
-                              relation=params.get("relation", "").strip(), review=params.get("review", ""),
-                              text=params.get("q", "").strip(),
+                              relation=params.get("relation", "").strip(), kg=params.get("kg", "").strip(),
+                              review=params.get("review", ""), text=params.get("q", "").strip(),
                               similar=params.get("similar", "").strip())
 
     def _set_status(self, new_status: str) -> Response:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from verifier.agent.prompts import LESSON_CHARS
@@ -15,7 +17,7 @@ from verifier.agent.steps import Memory
 from verifier.errors import ApplicationError
 from verifier.kg.textfile import read_text
 from verifier.memory import encoder
-from verifier.models import MemoryEntry, Run, Verdict
+from verifier.models import KnowledgeGraph, MemoryEntry, Run, Verdict
 from verifier.models.memory import UNREVIEWED
 
 # Investigations of CoDEx-S and FB15k-237 training triples that a fresh installation starts with (make demo, evaluate_suite):
@@ -35,8 +37,8 @@ def _memory(entry: MemoryEntry) -> Memory:
                   lesson=entry.lesson, relation_label=entry.relation_label)
 
 
-def _nearest(text: str, k: int, **filters) -> list[MemoryEntry]:
-    return list(MemoryEntry.objects.filter(status=MemoryEntry.Status.ACTIVE, **filters)
+def _nearest(text: str, k: int, *conditions: Q, **filters) -> list[MemoryEntry]:
+    return list(MemoryEntry.objects.filter(*conditions, status=MemoryEntry.Status.ACTIVE, **filters)
                 .annotate(distance=CosineDistance("embedding", encoder.encode_one(text))).order_by("distance")[:k])
 
 
@@ -45,12 +47,14 @@ def retrieve(text: str, k: int = 3) -> list[Memory]:
     return [_memory(e) for e in _nearest(text, k)] if k > 0 else []
 
 
-def for_claim(text: str, k: int = 3, relation_label: str = "") -> list[Memory]:
-    """The memories that guide a run: entries of the claim's relation first, then near-identical claims of
-    other relations; weak matches are refused (see the thresholds above)."""
+def for_claim(text: str, k: int = 3, relation_label: str = "", kg: KnowledgeGraph | None = None) -> list[Memory]:
+    """The memories that guide a run: entries of the claim's relation first (of the claim's KG, or of no known
+    KG: two KGs may give different relations one label), then near-identical claims of other relations or
+    KGs; weak matches are refused (see the thresholds above)."""
     if k <= 0:
         return []
-    same = [m for m in map(_memory, _nearest(text, k, relation_label=relation_label))
+    same_kg = (Q(kg=kg) | Q(kg__isnull=True),) if kg is not None else ()
+    same = [m for m in map(_memory, _nearest(text, k, *same_kg, relation_label=relation_label))
             if m.similarity >= MIN_SAME_RELATION_SIMILARITY] if relation_label else []
     others = [m for m in map(_memory, _nearest(text, k + len(same))) if m.similarity >= MIN_OTHER_RELATION_SIMILARITY
               and m.id not in {s.id for s in same}]
@@ -120,7 +124,9 @@ EXPORT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "verdi
 
 
 def export_bank(path: Path) -> int:
-    entries = [{f: getattr(e, f) for f in EXPORT_FIELDS} for e in MemoryEntry.objects.order_by("pk")]
+    """Every entry, with the name of the KG it was investigated on ("kg", "" when unknown)."""
+    entries = [{**{f: getattr(e, f) for f in EXPORT_FIELDS}, "kg": e.kg.name if e.kg else ""}
+               for e in MemoryEntry.objects.select_related("kg").order_by("pk")]
     path.write_text(json.dumps({"format": "kgv-memory-bank/1", "entries": entries}, indent=2, ensure_ascii=False))
     return len(entries)
 
@@ -129,7 +135,7 @@ class BankFileError(ApplicationError):
     """The file is not a memory bank export KGV can import; nothing was imported."""
 
 
-TEXT_FIELDS = {"triple_text": None, "trajectory": None, "lesson": None, "relation_label": 500, "provenance": 500}
+TEXT_FIELDS = {"triple_text": None, "trajectory": None, "lesson": None, "relation_label": 500, "provenance": 500, "kg": 100}
 
 
 def read_bank(path: Path) -> list[dict]:
@@ -170,10 +176,12 @@ class Imported:
     added: int
     updated: int  # entries here that awaited review, brought up to the file's reviewed or re-derived version
     unchanged: int
+    linked: int = 0  # entries here of no known KG, now of the loaded KG the file names
     changes: tuple[tuple[MemoryEntry, dict], ...] = field(default=(), compare=False)  # each updated entry, its fields before
 
     def __str__(self) -> str:
-        return f"{self.added} added, {self.updated} updated, {self.unchanged} already present"
+        linked = f", {self.linked} linked to their KG" if self.linked else ""
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} already present{linked}"
 
 
 REVIEWABLE_FIELDS = ("lesson", "status", "provenance")
@@ -184,13 +192,20 @@ def import_bank(path: Path) -> Imported:
     """Entries are re-embedded; an entry with the same triple and trajectory is not added again. Where that
     entry still awaits review here and the file's version differs in lesson, status or provenance (a
     curator reviewed it elsewhere, or the lesson was derived again), it takes the file's version; an entry
-    reviewed here is never overwritten. The whole file is checked first (read_bank): a bad entry imports
-    nothing."""
-    added = unchanged = 0
+    reviewed here is never overwritten. An entry's KG is the loaded KG of the name the file gives; one not
+    loaded here leaves it of no known KG until it is (link_kg). The whole file is checked first (read_bank):
+    a bad entry imports nothing."""
+    added = unchanged = linked = 0
     changes = []
+    graphs = {kg.name: kg for kg in KnowledgeGraph.objects.all()}
     for row in read_bank(path):
+        kg = graphs.get(row["kg"])
         present = MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).first()
         if present is not None:
+            if present.kg_id is None and kg is not None:
+                present.kg = kg
+                present.save(update_fields=["kg", "updated_at"])
+                linked += 1
             # a field the file leaves empty (an export older than lessons) keeps what is here
             incoming = {"lesson": row["lesson"] or present.lesson, "status": row["status"],
                         "provenance": row["provenance"] or present.provenance}
@@ -203,13 +218,24 @@ def import_bank(path: Path) -> Imported:
                 unchanged += 1
             continue
         entry = add_entry(triple_text=row["triple_text"], trajectory=row["trajectory"], verdict=row["verdict"],
-                          relation_label=row["relation_label"], lesson=row["lesson"],
+                          relation_label=row["relation_label"], lesson=row["lesson"], kg=kg,
                           provenance=row["provenance"] or f"imported from {path.name}")
         if row["status"] == MemoryEntry.Status.RETIRED:
             entry.status = MemoryEntry.Status.RETIRED
             entry.save(update_fields=["status"])
         added += 1
-    return Imported(added, len(changes), unchanged, tuple(changes))
+    return Imported(added, len(changes), unchanged, linked, tuple(changes))
+
+
+def link_kg(kg: KnowledgeGraph, path: Path | None = None) -> int:
+    """Give the entries of the bank file ``path`` (the seed bank) that name ``kg`` and are here of no known KG
+    (imported before the KG was loaded) that KG; how many. Nothing else changes."""
+    path = path or SEED_BANK
+    if not path.exists():
+        return 0
+    rows = [row for row in read_bank(path) if row["kg"] == kg.name]
+    return sum(MemoryEntry.objects.filter(kg__isnull=True, triple_text=row["triple_text"], trajectory=row["trajectory"])
+               .update(kg=kg, updated_at=timezone.now()) for row in rows)
 
 
 def seed_if_empty() -> str | None:

@@ -42,7 +42,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
     verdict = request.GET.get("verdict", "")
     review = request.GET.get("review", "")
     entries = memory_entries(status="" if status == "all" else status, verdict=verdict if verdict in Verdict.values else "",
-                             relation=request.GET.get("relation", "").strip(), review=review,
+                             relation=request.GET.get("relation", "").strip(), kg=request.GET.get("kg", "").strip(), review=review,
                              **({"similar": text} if mode == "similar" else {"text": text}))
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
     counts = dict(MemoryEntry.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
@@ -59,6 +59,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         "review_filters": REVIEW_FILTERS,
         "relations": MemoryEntry.objects.exclude(relation_label="").order_by("relation_label")
                                         .values_list("relation_label", flat=True).distinct(),
+        "graphs": MemoryEntry.objects.filter(kg__isnull=False).order_by("kg__name").values_list("kg__name", flat=True).distinct(),
         "can_review": has_role(request.user, REVIEWER),
     })
 

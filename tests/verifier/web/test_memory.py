@@ -11,7 +11,7 @@ from django.utils import timezone
 from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
 from verifier.memory import bank
-from verifier.models import AuditEvent, MemoryEntry, Review, RunMemory
+from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, RunMemory
 from verifier.models.memory import UNREVIEWED
 
 pytestmark = pytest.mark.django_db
@@ -47,12 +47,16 @@ def test_text_search_finds_words_in_the_triple_or_the_trajectory(make_user, entr
 
 
 def test_the_page_and_the_api_list_the_same_entries_for_the_same_search(make_user, entries):
-    """One selector answers both: text in the lesson or provenance counts, and the relation filter works in
-    the API as on the page."""
+    """One selector answers both: text in the lesson or provenance counts, and the relation and KG filters work
+    in the API as on the page."""
+    kg = KnowledgeGraph.objects.create(name="engines", version=1)
     bank.add_entry(triple_text="Ada Lovelace field of work mathematics", relation_label="field of work", trajectory="x",
-                   verdict="correct", lesson="Her notes on the Analytical Engine", provenance="imported from sorbonne.json")
+                   verdict="correct", lesson="Her notes on the Analytical Engine", provenance="imported from sorbonne.json", kg=kg)
     client = client_for(make_user, "viewer")
+    page = client.get(reverse("memory-list")).content.decode()
+    assert '<option value="engines">engines</option>' in page and "<span class=\"muted\">· engines</span>" in page
     for params in ({"q": "sorbonne"}, {"q": "analytical engine"}, {"relation": "educated at"}, {"verdict": "incorrect"},
+                   {"kg": "engines"},
                    {"q": "Douglas Adams nationality", "similar": True}):
         page_params = {**params, "mode": "similar"} if params.pop("similar", False) else params
         api_params = {"similar": params["q"]} if page_params.get("mode") == "similar" else params

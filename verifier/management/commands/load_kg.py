@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from verifier import confidence
 from verifier.kg.loader import ImportRejected, load_source
 from verifier.kg.sources import SourceError, detect_source
+from verifier.memory import bank
 from verifier.models import MinedRule, StructuralModel
 from verifier.structure.rules import mine_rules
 from verifier.structure.training import request_training
@@ -67,6 +68,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Mined {rules:,} Horn rules (length ≤ 2) in {time.perf_counter() - started:.1f}s")
         if seeded := confidence.seed_kg_model(report.kg):
             self.stdout.write(f"Verdict confidence for {report.kg.name}: {seeded.source}.")
+        if linked := bank.link_kg(report.kg):
+            self.stdout.write(f"Memory bank: {linked} entries investigated on {report.kg.name} are now linked to it.")
         if not options["no_kge"] and kept is None:
             queued = request_training(report.kg, reason="KG loaded")
             if queued is not None:
