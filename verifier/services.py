@@ -352,6 +352,42 @@ def review_memory(*, entry, actor, lesson: str) -> None:
                      after={"lesson": entry.lesson, "provenance": entry.provenance})
 
 
+MEMORY_BULK_ACTIONS = {"keep": "Keep, with their lessons", "retire": "Retire"}
+
+
+@dataclass
+class MemoryBulkReview:
+    done: list[int] = field(default_factory=list)  # the entries kept or retired
+    skipped: dict[int, str] = field(default_factory=dict)  # entry → why it was left as it was
+
+
+def review_memories(*, entries, actor, action: str, reason: str = "") -> MemoryBulkReview:
+    """Review several memories at once, each as its own review would (audit log, provenance): ``keep`` marks
+    the entries that await review reviewed with the lessons they have; ``retire`` retires the active ones,
+    with one ``reason``. An entry the action does not apply to is left as it was and named with the reason.
+    A reason too long refuses the whole action."""
+    if action not in MEMORY_BULK_ACTIONS:
+        raise ReviewRejected(f"unknown action {action!r}: one of {', '.join(MEMORY_BULK_ACTIONS)}")
+    if len(" ".join(reason.split())) > REASON_CHARS:
+        raise ReviewRejected(f"the reason has {len(' '.join(reason.split()))} characters; at most {REASON_CHARS} are kept")
+    result = MemoryBulkReview()
+    with transaction.atomic():
+        for entry in entries:
+            if entry.status == MemoryEntry.Status.RETIRED:
+                result.skipped[entry.pk] = "retired already"
+            elif action == "retire":
+                set_memory_status(entry=entry, status=MemoryEntry.Status.RETIRED, actor=actor, reason=reason)
+                result.done.append(entry.pk)
+            elif not entry.awaits_review:
+                result.skipped[entry.pk] = "reviewed already"
+            elif not entry.lesson.strip():
+                result.skipped[entry.pk] = "no lesson yet: open it and write one"
+            else:
+                review_memory(entry=entry, actor=actor, lesson=entry.lesson)
+                result.done.append(entry.pk)
+    return result
+
+
 def save_webhook(*, webhook, actor=None, **fields):
     """Register a webhook (``webhook`` None) or change one: url, events, description, active."""
     with transaction.atomic():

@@ -1,12 +1,11 @@
-// The queue page: tick all rows, count the ticked ones, apply a filter as soon as a choice changes, and
-// keep the rows whose run is queued or running up to date (polling the queue-status JSON).
+// The queue page (ticking rows is selection.js): the time and cost of running the ticked tasks, a confirmation
+// before accepting their verdicts, a filter applied as soon as a choice changes, and the rows whose run is queued
+// or running kept up to date (polling the queue-status JSON).
 (function () {
   "use strict";
 
   const POLL_MS = 4000;
   const table = document.getElementById("queue-table");
-  const selectAll = document.getElementById("select-all");
-  const counter = document.getElementById("selected-count");
   const filters = document.getElementById("filters");
   const estimate = document.getElementById("run-estimate");
 
@@ -18,42 +17,21 @@
     return `running them: about ${duration} and $${cost.toFixed(2)} (one worker)`;
   }
 
-  function rowChecks() {
-    return Array.from(document.querySelectorAll("input.row-check"));
+  function ticked() {
+    return document.querySelectorAll("input.row-check:checked").length;
   }
 
-  function refreshSelection() {
-    const checks = rowChecks();
-    const ticked = checks.filter((box) => box.checked).length;
-    if (counter) counter.textContent = ticked ? `${ticked} selected` : "None selected";
-    if (estimate && estimate.dataset.medianSeconds) estimate.textContent = ticked ? estimateText(ticked) : "";
-    if (selectAll) {
-      selectAll.checked = ticked > 0 && ticked === checks.length;
-      selectAll.indeterminate = ticked > 0 && ticked < checks.length;
-    }
-    document.querySelectorAll("button.needs-selection").forEach((button) => { button.disabled = ticked === 0; });
-    checks.forEach((box) => box.closest("tr").classList.toggle("ticked", box.checked));
+  function showEstimate(n) {
+    if (estimate && estimate.dataset.medianSeconds) estimate.textContent = n ? estimateText(n) : "";
   }
-
-  if (selectAll) {
-    selectAll.addEventListener("change", () => {
-      rowChecks().forEach((box) => { box.checked = selectAll.checked; });
-      refreshSelection();
-    });
-  }
-  if (table) {
-    table.addEventListener("change", (event) => {
-      if (event.target.classList.contains("row-check")) refreshSelection();
-    });
-  }
-  refreshSelection();
+  document.addEventListener("kgv:selection", (event) => showEstimate(event.detail.ticked));
+  showEstimate(ticked());
 
   // Accepting verdicts records a review per task: ask once, naming how many, before the form goes.
   const acceptButton = document.getElementById("bulk-accept");
   if (acceptButton) {
     acceptButton.addEventListener("click", (event) => {
-      const ticked = rowChecks().filter((box) => box.checked).length;
-      if (!window.confirm(`Accept the verdicts of ${ticked} ticked task(s)? Each becomes your review.`)) event.preventDefault();
+      if (!window.confirm(`Accept the verdicts of ${ticked()} ticked task(s)? Each becomes your review.`)) event.preventDefault();
     });
   }
 

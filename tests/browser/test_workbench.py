@@ -18,7 +18,9 @@ import rdflib
 from tests.browser.conftest import sign_in
 from tests.users import PASSWORD
 from tests.workers import wait_for
+from verifier.memory import bank
 from verifier.models import MemoryEntry, Review, Run, RunMemory, VerificationTask
+from verifier.models.memory import UNREVIEWED
 from verifier.services import start_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -156,6 +158,22 @@ def test_a_reviewer_accepts_the_confident_verdicts_of_a_filtered_queue(browser_c
     page.wait_for_selector("text=1 verdict(s) accepted.")
     assert [(r.run.task_id, r.decision, r.verdict) for r in Review.objects.all()] == [(sure.pk, "accept", "correct")]
     assert "confidence_min=0.9" in page.url  # back to the queue as the reviewer filtered it
+
+
+def test_a_reviewer_keeps_a_page_of_memories_awaiting_review_in_one_step(browser_context, make_user):
+    make_user("reviewer", username="rhea")
+    waiting = [bank.add_entry(triple_text=f"Person {n} educated at University {n}", relation_label="educated at",
+                              trajectory="Final Answer: [Correct] …", verdict="correct", lesson="Decided by the weighed evidence.",
+                              provenance=f"bootstrapped from run {n}; {UNREVIEWED}") for n in range(3)]
+    page = sign_in(browser_context, "rhea", PASSWORD)
+    page.goto("/memory/?review=awaiting")
+    assert page.is_disabled("#bulk-keep") and page.inner_text("#selected-count") == "None selected"
+    page.check("#select-all")
+    assert page.inner_text("#selected-count") == "3 selected" and page.is_enabled("#bulk-keep")
+    page.click("#bulk-keep")
+    page.wait_for_selector("text=3 entries kept with their lessons")
+    assert "review=awaiting" in page.url and page.locator("input.row-check").count() == 0  # none awaits review now
+    assert not any(MemoryEntry.objects.get(pk=entry.pk).awaits_review for entry in waiting)
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "ttl"])

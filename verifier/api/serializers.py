@@ -27,7 +27,7 @@ from verifier.models import (
     VerificationTask,
 )
 from verifier.roles import CURATOR, has_role
-from verifier.services import REASON_CHARS
+from verifier.services import MEMORY_BULK_ACTIONS, REASON_CHARS
 
 MAX_BULK_IDS = 1000
 
@@ -286,6 +286,25 @@ class MemoryRetireSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000,
                                    help_text=f"why, at most {REASON_CHARS} characters once whitespace is collapsed "
                                    "(the audit log records it; a bootstrapped entry's provenance too)")
+
+
+class MemoryBulkReviewSerializer(serializers.Serializer):
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK_IDS)
+    action = serializers.ChoiceField(choices=list(MEMORY_BULK_ACTIONS.items()),
+                                     help_text="keep: mark those awaiting review reviewed, with their lessons; "
+                                     "retire: retire the active ones")
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000,
+                                   help_text=f"retire: why, at most {REASON_CHARS} characters once whitespace is collapsed")
+
+
+class MemoryBulkSkipSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.CharField(help_text="why the entry was left as it was")
+
+
+class MemoryBulkReviewResultSerializer(serializers.Serializer):
+    done = serializers.ListField(child=serializers.IntegerField(), help_text="the entries kept or retired")
+    skipped = MemoryBulkSkipSerializer(many=True)
 
 
 class MemoryReviewSerializer(serializers.Serializer):

@@ -239,7 +239,7 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
     retire/restore it (reviewer)."""
 
     queryset = MemoryEntry.objects.all()
-    action_roles = {"retire": REVIEWER, "restore": REVIEWER, "review": REVIEWER}
+    action_roles = {"retire": REVIEWER, "restore": REVIEWER, "review": REVIEWER, "bulk_review": REVIEWER}
 
     def get_serializer_class(self):
         return s.MemoryEntrySerializer if self.action == "list" else s.MemoryEntryDetailSerializer
@@ -286,6 +286,22 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
         form.is_valid(raise_exception=True)
         services.review_memory(entry=entry, actor=request.user, lesson=form.validated_data["lesson"])
         return Response(memory_data(entry))
+
+    @extend_schema(request=s.MemoryBulkReviewSerializer, responses={200: s.MemoryBulkReviewResultSerializer})
+    @action(detail=False, methods=["post"], url_path="bulk-review")
+    def bulk_review(self, request: Request) -> Response:
+        """Keep (with the lessons they have) the given entries that await review, or retire the active ones with
+        one reason; each is recorded as its own review. The others are returned in ``skipped`` with why."""
+        form = s.MemoryBulkReviewSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        ids = form.validated_data["ids"]
+        entries = list(MemoryEntry.objects.filter(pk__in=ids).order_by("pk"))
+        missing = sorted(set(ids) - {entry.pk for entry in entries})
+        if missing:
+            raise exceptions.ValidationError({"ids": [f"no memory entry {', '.join(map(str, missing))}"]})
+        review = services.review_memories(entries=entries, actor=request.user, action=form.validated_data["action"],
+                                          reason=form.validated_data.get("reason", ""))
+        return Response({"done": review.done, "skipped": [{"id": pk, "reason": why} for pk, why in review.skipped.items()]})
 
 
 # ------------------------------------------------------------------------------------------- evaluations

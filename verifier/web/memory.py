@@ -61,6 +61,8 @@ def memory_list(request: HttpRequest) -> HttpResponse:
                                         .values_list("relation_label", flat=True).distinct(),
         "graphs": MemoryEntry.objects.filter(kg__isnull=False).order_by("kg__name").values_list("kg__name", flat=True).distinct(),
         "can_review": has_role(request.user, REVIEWER),
+        "bulk_actions": services.MEMORY_BULK_ACTIONS,
+        "reason_chars": services.REASON_CHARS,
     })
 
 
@@ -129,6 +131,32 @@ def memory_status(request: HttpRequest, entry_id: int) -> HttpResponse:
     return redirect(reverse("memory-detail", args=[entry.pk]))
 
 
+@require_POST
+@role_required(REVIEWER)
+def memory_bulk(request: HttpRequest) -> HttpResponse:
+    """Keep (with their lessons) or retire the ticked entries; back to the list as the reviewer left it."""
+    ids = [int(value) for value in request.POST.getlist("entries") if value.isdigit()]
+    query = request.POST.get("return_query", "")
+    back = redirect(f"{reverse('memory-list')}?{query}" if query else reverse("memory-list"))
+    if not ids:
+        messages.error(request, "Tick at least one entry.")
+        return back
+    entries = list(MemoryEntry.objects.filter(pk__in=ids).order_by("pk"))
+    try:
+        review = services.review_memories(entries=entries, actor=request.user, action=request.POST.get("action", ""),
+                                          reason=request.POST.get("reason", ""))
+    except services.ReviewRejected as rejected:
+        messages.error(request, f"Nothing changed: {rejected}.")
+        return back
+    done = "kept with their lessons" if request.POST["action"] == "keep" else "retired"
+    if review.done:
+        messages.success(request, f"{len(review.done)} entr{'y' if len(review.done) == 1 else 'ies'} {done}, each "
+                                  f"recorded as your review: {', '.join(map(str, review.done))}.")
+    if review.skipped:
+        messages.warning(request, "Left as they were: " + "; ".join(f"{pk} ({why})" for pk, why in review.skipped.items()) + ".")
+    return back
+
+
 def _claim_text(run: Run) -> str:
     task = run.task
     return " ".join(part.label or part.external_id for part in (task.head, task.relation, task.tail))
@@ -173,6 +201,7 @@ def run_promote(request: HttpRequest, run_id: int) -> HttpResponse:
 
 urlpatterns = [
     path("memory/", memory_list, name="memory-list"),
+    path("memory/bulk/", memory_bulk, name="memory-bulk"),
     path("memory/<int:entry_id>/", memory_detail, name="memory-detail"),
     path("memory/<int:entry_id>/status/", memory_status, name="memory-status"),
     path("memory/<int:entry_id>/review/", memory_review, name="memory-review"),

@@ -59,6 +59,8 @@ ENDPOINTS = [
     Endpoint("memory restore", "post", "reviewer", 200, lambda o: reverse("api:memory-restore", args=[o["memory"].pk])),
     Endpoint("memory review", "post", "reviewer", 200, lambda o: reverse("api:memory-review", args=[o["memory"].pk]),
              lambda o: {"lesson": "His own article names the university."}),
+    Endpoint("memory bulk review", "post", "reviewer", 200, lambda o: reverse("api:memory-bulk-review"),
+             lambda o: {"ids": [o["memory"].pk], "action": "keep"}),
     Endpoint("evaluation list", "get", "viewer", 200, lambda o: reverse("api:evaluation-list")),
     Endpoint("evaluation detail", "get", "viewer", 200, lambda o: reverse("api:evaluation-detail", args=[o["evaluation"].pk])),
     Endpoint("audit list", "get", "admin", 200, lambda o: reverse("api:audit-list")),

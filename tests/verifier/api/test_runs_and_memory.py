@@ -139,6 +139,24 @@ def test_a_review_sets_the_lesson_and_ends_the_wait_and_a_bad_lesson_is_a_field_
     assert retired["status"] == "retired" and retired["provenance"].count("reviewed") == 1  # reviewed already: said once
 
 
+def test_bulk_review_keeps_or_retires_entries_each_as_its_own_review(verified, client_as):
+    entry = verified["memory"]
+    entry.provenance = f"bootstrapped from run 1; {UNREVIEWED}"
+    entry.lesson = "The KG names his birthplace."
+    entry.save()
+    url = reverse("api:memory-bulk-review")
+    assert client_as("viewer").post(url, {"ids": [entry.pk], "action": "keep"}, format="json").status_code == 403
+    reviewer = client_as("reviewer")
+    assert reviewer.post(url, {"ids": [entry.pk, 999999], "action": "keep"}, format="json").status_code == 400
+    assert reviewer.post(url, {"ids": [entry.pk], "action": "burn"}, format="json").status_code == 400
+    assert reviewer.post(url, {"ids": [entry.pk], "action": "keep"}, format="json").json() == {"done": [entry.pk], "skipped": []}
+    assert reviewer.post(url, {"ids": [entry.pk], "action": "keep"}, format="json").json() == {
+        "done": [], "skipped": [{"id": entry.pk, "reason": "reviewed already"}]}
+    assert AuditEvent.objects.filter(action="memory.review", object_id=str(entry.pk)).count() == 1
+    body = reviewer.post(url, {"ids": [entry.pk], "action": "retire", "reason": "a duplicate"}, format="json").json()
+    assert body == {"done": [entry.pk], "skipped": []} and MemoryEntry.objects.get(pk=entry.pk).status == "retired"
+
+
 def test_the_audit_log_lists_who_did_what_with_before_and_after(verified, client_as, make_user):
     client_as("curator").post(reverse("api:run-list"), {"task": verified["task"].pk}, format="json")
     client_as("reviewer").post(reverse("api:memory-retire", args=[verified["memory"].pk]))

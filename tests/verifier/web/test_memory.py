@@ -163,6 +163,50 @@ def test_retiring_a_bootstrapped_entry_with_a_reason_records_it_as_the_review(ma
     assert event.before == {"status": "active", "provenance": bootstrapped.provenance}
 
 
+def _awaiting(text: str, lesson: str = "Decided by the weighed evidence.") -> MemoryEntry:
+    return bank.add_entry(triple_text=text, relation_label="educated at", trajectory="Final Answer: [Correct] …",
+                          verdict="correct", lesson=lesson, provenance=f"bootstrapped from run 9 of x; {UNREVIEWED}")
+
+
+def test_a_reviewer_keeps_the_ticked_entries_each_as_its_own_review_and_is_told_which_were_left(make_user, entries):
+    waiting = [_awaiting("Ada Lovelace educated at home"), _awaiting("Alan Turing educated at King's College")]
+    no_lesson = _awaiting("Grace Hopper educated at Yale", lesson="")
+    client = signed_in(make_user("reviewer", "rosa"))
+    listing = client.get(reverse("memory-list"), {"review": "awaiting"}).content.decode()
+    assert 'id="memory-bulk"' in listing and 'id="select-all"' in listing and "kgv/selection.js" in listing
+    ticked = [*waiting, no_lesson, entries[0]]
+    page = client.post(reverse("memory-bulk"), {"action": "keep", "entries": [e.pk for e in ticked],
+                                                "return_query": "review=awaiting"}, follow=True)
+    assert page.redirect_chain[-1][0] == f"{reverse('memory-list')}?review=awaiting"
+    text = page.content.decode()
+    assert f"2 entries kept with their lessons, each recorded as your review: {waiting[0].pk}, {waiting[1].pk}." in text
+    assert f"{no_lesson.pk} (no lesson yet: open it and write one)" in text and f"{entries[0].pk} (reviewed already)" in text
+    for entry in waiting:
+        entry.refresh_from_db()
+        assert not entry.awaits_review and f"reviewed by rosa on {timezone.localdate():%Y-%m-%d}" in entry.provenance
+    assert AuditEvent.objects.filter(action="memory.review").count() == 2
+    no_lesson.refresh_from_db()
+    assert no_lesson.awaits_review
+
+
+def test_a_reviewer_retires_the_ticked_entries_with_one_reason_and_a_viewer_cannot(make_user, entries):
+    waiting = _awaiting("Ada Lovelace educated at home")
+    ticked = {"action": "retire", "entries": [waiting.pk, entries[1].pk], "reason": "true facts the KG lacks"}
+    assert client_for(make_user, "viewer").post(reverse("memory-bulk"), ticked).status_code == 403
+    assert 'id="memory-bulk"' not in client_for(make_user, "viewer").get(reverse("memory-list")).content.decode()
+    client = signed_in(make_user("reviewer", "rosa"))
+    client.post(reverse("memory-bulk"), ticked)
+    assert set(MemoryEntry.objects.filter(status="retired").values_list("pk", flat=True)) == {waiting.pk, entries[1].pk}
+    waiting.refresh_from_db()
+    assert waiting.provenance.endswith("retired by rosa on " f"{timezone.localdate():%Y-%m-%d}: true facts the KG lacks")
+    text = client.post(reverse("memory-bulk"), {**ticked, "reason": "x " * 200}, follow=True).content.decode()
+    assert "Nothing changed: the reason has 399 characters" in text
+    assert "Tick at least one entry." in client.post(reverse("memory-bulk"), {"action": "keep"}, follow=True).content.decode()
+    assert "unknown action" in client.post(reverse("memory-bulk"), {"action": "burn", "entries": [entries[0].pk]},
+                                           follow=True).content.decode()
+    assert MemoryEntry.objects.get(pk=entries[0].pk).status == "active"
+
+
 def test_a_reason_longer_than_is_kept_leaves_the_entry_as_it_was_and_says_why(make_user, bootstrapped):
     client = signed_in(make_user("reviewer", "rosa"))
     page = client.post(reverse("memory-status", args=[bootstrapped.pk]), {"status": "retired", "reason": "why " * 100},
