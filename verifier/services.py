@@ -292,15 +292,21 @@ def promote_run(*, run, actor, trajectory: str | None = None, triple_text: str |
 REASON_CHARS = 300  # the longest reason for retiring or restoring a memory, once whitespace is collapsed
 
 
+def _memory_reason(reason: str) -> str:
+    """A reason for retiring or restoring memories, whitespace collapsed; one too long is refused."""
+    reason = " ".join(reason.split())
+    if len(reason) > REASON_CHARS:
+        raise ReviewRejected(f"the reason has {len(reason)} characters; at most {REASON_CHARS} are kept")
+    return reason
+
+
 def set_memory_status(*, entry, status: str, actor=None, reason: str = "") -> None:
     """Retire or restore a memory entry (retired entries are never retrieved). Retiring an entry that awaits
     review is that review's other outcome: its provenance then says who retired it, and why (``reason``); the
     audit log keeps the reason of either change."""
     if status not in MemoryEntry.Status.values:
         raise ValueError(f"unknown status {status!r}")
-    reason = " ".join(reason.split())
-    if len(reason) > REASON_CHARS:
-        raise ReviewRejected(f"the reason has {len(reason)} characters; at most {REASON_CHARS} are kept")
+    reason = _memory_reason(reason)
     if entry.status == status:
         return
     with transaction.atomic():
@@ -368,8 +374,7 @@ def review_memories(*, entries, actor, action: str, reason: str = "") -> MemoryB
     A reason too long refuses the whole action."""
     if action not in MEMORY_BULK_ACTIONS:
         raise ReviewRejected(f"unknown action {action!r}: one of {', '.join(MEMORY_BULK_ACTIONS)}")
-    if len(" ".join(reason.split())) > REASON_CHARS:
-        raise ReviewRejected(f"the reason has {len(' '.join(reason.split()))} characters; at most {REASON_CHARS} are kept")
+    reason = _memory_reason(reason)
     result = MemoryBulkReview()
     with transaction.atomic():
         for entry in entries:
