@@ -1,6 +1,6 @@
-// The queue page (ticking rows is selection.js): the time and cost of running the ticked tasks, a confirmation
-// before accepting their verdicts, a filter applied as soon as a choice changes, and the rows whose run is queued
-// or running kept up to date (polling the queue-status JSON).
+// The queue page (ticking rows and confirming bulk actions is selection.js): the time and cost of running the
+// ticked tasks, a filter applied as soon as a choice changes, and the rows whose run is queued or running kept up
+// to date (polling the queue-status JSON).
 (function () {
   "use strict";
 
@@ -26,14 +26,6 @@
   }
   document.addEventListener("kgv:selection", (event) => showEstimate(event.detail.ticked));
   showEstimate(ticked());
-
-  // Accepting verdicts records a review per task: ask once, naming how many, before the form goes.
-  const acceptButton = document.getElementById("bulk-accept");
-  if (acceptButton) {
-    acceptButton.addEventListener("click", (event) => {
-      if (!window.confirm(`Accept the verdicts of ${ticked()} ticked task(s)? Each becomes your review.`)) event.preventDefault();
-    });
-  }
 
   if (filters) {
     filters.querySelectorAll("select").forEach((select) => {

@@ -1,6 +1,7 @@
 // Ticking the rows of a table (the queue, the memory bank): the header box ticks every row of the page, a
 // counter says how many are ticked, and the buttons that act on them (.needs-selection) are enabled only when
-// some are. Each change is announced as a "kgv:selection" event on the document, with the count as detail.
+// some are; such a button with data-confirm asks first, naming the count ({n}). Each change is announced as a
+// "kgv:selection" event on the document, with the count as detail.
 (function () {
   "use strict";
 
@@ -30,6 +31,12 @@
       refresh();
     });
   }
+  document.querySelectorAll("button[data-confirm]").forEach((button) => {
+    button.addEventListener("click", (event) => {
+      const ticked = rowChecks().filter((box) => box.checked).length;
+      if (!window.confirm(button.dataset.confirm.replace("{n}", ticked))) event.preventDefault();
+    });
+  });
   document.addEventListener("change", (event) => {
     if (event.target.classList && event.target.classList.contains("row-check")) refresh();
   });

@@ -170,9 +170,16 @@ def test_a_reviewer_keeps_a_page_of_memories_awaiting_review_in_one_step(browser
     assert page.is_disabled("#bulk-keep") and page.inner_text("#selected-count") == "None selected"
     page.check("#select-all")
     assert page.inner_text("#selected-count") == "3 selected" and page.is_enabled("#bulk-keep")
+    page.once("dialog", lambda dialog: dialog.dismiss())  # asked first, naming the count: nothing is sent
+    page.click("#bulk-keep")
+    page.wait_for_timeout(500)
+    assert all(MemoryEntry.objects.get(pk=entry.pk).awaits_review for entry in waiting)
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("#bulk-keep")
     page.wait_for_selector("text=3 entries kept with their lessons")
     assert "review=awaiting" in page.url and page.locator("input.row-check").count() == 0  # none awaits review now
+    assert asked[0].startswith("Keep 3 ticked entr(ies)")
     assert not any(MemoryEntry.objects.get(pk=entry.pk).awaits_review for entry in waiting)
 
 

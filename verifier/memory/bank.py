@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -37,8 +36,8 @@ def _memory(entry: MemoryEntry) -> Memory:
                   lesson=entry.lesson, relation_label=entry.relation_label)
 
 
-def _nearest(text: str, k: int, *conditions: Q, **filters) -> list[MemoryEntry]:
-    return list(MemoryEntry.objects.filter(*conditions, status=MemoryEntry.Status.ACTIVE, **filters)
+def _nearest(text: str, k: int, **filters) -> list[MemoryEntry]:
+    return list(MemoryEntry.objects.filter(status=MemoryEntry.Status.ACTIVE, **filters)
                 .annotate(distance=CosineDistance("embedding", encoder.encode_one(text))).order_by("distance")[:k])
 
 
@@ -48,13 +47,13 @@ def retrieve(text: str, k: int = 3) -> list[Memory]:
 
 
 def for_claim(text: str, k: int = 3, relation_label: str = "", kg: KnowledgeGraph | None = None) -> list[Memory]:
-    """The memories that guide a run: entries of the claim's relation first (of the claim's KG, or of no known
-    KG: two KGs may give different relations one label), then near-identical claims of other relations or
-    KGs; weak matches are refused (see the thresholds above)."""
+    """The memories that guide a run: entries of the claim's relation on the claim's KG first (two KGs may give
+    different relations one label; an entry whose KG is not loaded here has none yet), then near-identical
+    claims of other relations or KGs; weak matches are refused (see the thresholds above)."""
     if k <= 0:
         return []
-    same_kg = (Q(kg=kg) | Q(kg__isnull=True),) if kg is not None else ()
-    same = [m for m in map(_memory, _nearest(text, k, *same_kg, relation_label=relation_label))
+    same_kg = {"kg": kg} if kg is not None else {}
+    same = [m for m in map(_memory, _nearest(text, k, relation_label=relation_label, **same_kg))
             if m.similarity >= MIN_SAME_RELATION_SIMILARITY] if relation_label else []
     others = [m for m in map(_memory, _nearest(text, k + len(same))) if m.similarity >= MIN_OTHER_RELATION_SIMILARITY
               and m.id not in {s.id for s in same}]

@@ -163,8 +163,8 @@ def test_web_search_is_offered_only_when_a_provider_is_configured(task, monkeypa
 def test_memories_guide_the_run_and_are_recorded_with_similarity(task, world_kg):
     entry = bank.add_entry(triple_text="Terry Pratchett country of citizenship United Kingdom",
                            trajectory="Thought: check\nAction: KG_Neighbor(Terry Pratchett)\nFinal Answer: [Correct] Because [E1]",
-                           verdict="correct", relation_label="country of citizenship")
-    bank.add_entry(triple_text="Paris capital of France", trajectory="…", verdict="correct")
+                           verdict="correct", relation_label="country of citizenship", kg=world_kg)
+    bank.add_entry(triple_text="Paris capital of France", trajectory="…", verdict="correct", kg=world_kg)
     run, requests = run_with(task, [PLAN, "Thought: ok\nFinal Answer: [Correct] Because my plan."], memory_k=1)
     used = list(run.memories_used.all())
     assert [u.entry_id for u in used] == [entry.pk] and 0 < used[0].similarity <= 1

@@ -1,11 +1,12 @@
 """``manage.py evaluate_suite``: the table of the agent, an ablation and a baseline, through the session's real
-Celery worker (scripted model), with the seed memory bank, written as files and shown in the workbench."""
+Celery worker (scripted model), with a seed memory bank for the KG, written as files and shown in the workbench."""
 
 import json
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from verifier.memory import bank
 from verifier.memory.bank import SEED_BANK
 from verifier.models import Evaluation, MemoryEntry, RunMemory
 
@@ -23,14 +24,22 @@ def quick_model(scripted_model):
 
 
 def test_the_suite_fills_the_table_row_by_row_with_the_seed_memory_bank(world_kg, tmp_path, celery_worker_process,
-                                                                          quick_model, capsys):
+                                                                          quick_model, capsys, monkeypatch):
+    # the shipped bank's CoDEx-S cases, as a bank for the world KG (whose ids are Wikidata's): a run is guided by
+    # the cases of its own KG
+    seed = json.loads(SEED_BANK.read_text())
+    seed["entries"] = [{**entry, "kg": "world"} for entry in seed["entries"] if entry["kg"] == "codex-s"]
+    world_bank = tmp_path / "world_bank.json"
+    world_bank.write_text(json.dumps(seed))
+    monkeypatch.setattr(bank, "SEED_BANK", world_bank)
     path = tmp_path / "world.tsv"
     path.write_text(DATASET)
     out = tmp_path / "report"
     call_command("evaluate_suite", benchmarks=str(path), kg=world_kg.name, configs="agent,agent-no-memory,zero-shot",
                  n=4, concurrency=4, suite="world-suite", out=out, no_progress=True)
     printed = capsys.readouterr().out
-    assert f"Memory bank seeded with {MemoryEntry.objects.count()} investigations ({SEED_BANK.name}): " in printed
+    assert f"Memory bank seeded with {MemoryEntry.objects.count()} investigations ({world_bank.name}): " in printed
+    assert MemoryEntry.objects.filter(kg=world_kg).count() == MemoryEntry.objects.count() > 0
     assert f"Using the running Celery worker(s): {celery_worker_process}" in printed
 
     evaluations = list(Evaluation.objects.filter(suite="world-suite").order_by("created_at"))

@@ -66,6 +66,8 @@ ENDPOINTS = [
              label="retire", data=lambda rows: {"status": "retired"}),
     Endpoint("memory-review", "post", lambda rows: reverse("memory-review", args=[rows["entry"].pk]), "reviewer",
              label="review", data=lambda rows: {"lesson": "The KG names another country."}),
+    Endpoint("memory-bulk", "post", lambda rows: reverse("memory-bulk"), "reviewer",
+             label="bulk retire", data=lambda rows: {"action": "retire", "entries": [rows["entry"].pk]}),
     Endpoint("evaluations:list", "get", lambda rows: reverse("evaluations:list"), "viewer"),
     Endpoint("evaluations:detail", "get", lambda rows: reverse("evaluations:detail", args=[rows["evaluation"].pk]), "viewer"),
     Endpoint("evaluations:chart", "get", lambda rows: reverse("evaluations:chart", args=[rows["evaluation"].pk, "relations"]),
