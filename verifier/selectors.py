@@ -236,8 +236,8 @@ def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", k
     entries no curator has reviewed yet, "done": the others); ``text``: the words anywhere in the
     triple, relation, trajectory, lesson or provenance. With ``similar`` every entry is ranked by the cosine
     similarity of its embedded triple text to it (``similarity``), as a run retrieves; else newest first."""
-    entries = MemoryEntry.objects.select_related("source_run", "promoted_by", "kg")
-    for name, value in (("status", status), ("verdict", verdict), ("relation_label", relation), ("kg__name", kg)):
+    entries = MemoryEntry.objects.select_related("source_run", "promoted_by")
+    for name, value in (("status", status), ("verdict", verdict), ("relation_label", relation), ("kg_name", kg)):
         if value:
             entries = entries.filter(**{name: value})
     if review in ("awaiting", "done"):

@@ -192,7 +192,7 @@ def test_generated_flagged_triple_files_queue_whole_or_are_refused_naming_the_li
 
 ENTRY = {"triple_text": "Douglas Adams country of citizenship United Kingdom", "relation_label": "country of citizenship",
          "trajectory": "Thought: look.\nFinal Answer: [Correct] [E1]", "lesson": "citizenship follows birthplace",
-         "verdict": "correct", "status": "active", "provenance": "fuzz"}
+         "verdict": "correct", "status": "active", "provenance": "fuzz", "kg": "codex-s"}
 JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5), st.just("a\x00b"), st.just("x" * 600),
                         st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
@@ -227,7 +227,7 @@ def _acceptable(field: str, value) -> bool:
         return field not in ("triple_text", "trajectory")
     if not isinstance(value, str) or "\x00" in value:
         return False
-    return not (field in ("relation_label", "provenance") and len(value) > 500)
+    return not ((field in ("relation_label", "provenance") and len(value) > 500) or (field == "kg" and len(value) > 100))
 
 
 @given(bank_files())

@@ -121,7 +121,7 @@ def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out(
     assert [m.id for m in bank.for_claim(claim, 3, "country of citizenship")] == [sartre.pk]
 
 
-def test_an_entry_keeps_its_kg_across_installations_and_is_linked_once_that_kg_is_loaded(tmp_path, monkeypatch, capsys):
+def test_an_entry_keeps_its_kg_across_installations_and_is_linked_once_that_kg_is_loaded(tmp_path, capsys):
     here = KnowledgeGraph.objects.create(name="tiny", version=1)
     bank.add_entry(triple_text="Ada Lovelace place of birth London", trajectory="Final Answer: [Correct] [E1].",
                    verdict="correct", relation_label="place of birth", kg=here)
@@ -132,19 +132,24 @@ def test_an_entry_keeps_its_kg_across_installations_and_is_linked_once_that_kg_i
     MemoryEntry.objects.all().delete()
     here.delete()
     assert bank.import_bank(path) == bank.Imported(1, 0, 0)
-    assert MemoryEntry.objects.get().kg is None
-    # loading the KG links the seed bank's entries that name it, once
-    monkeypatch.setattr(bank, "SEED_BANK", path)
+    entry = MemoryEntry.objects.get()
+    assert entry.kg is None and entry.kg_name == "tiny"
+    assert bank.for_claim("Charles Babbage place of birth Walworth", 3, "place of birth",
+                          kg=KnowledgeGraph.objects.create(name="other", version=1)) == []  # not another KG's case
+    again = tmp_path / "again.json"
+    bank.export_bank(again)  # an export from here keeps the KG it was investigated on
+    assert json.loads(again.read_text())["entries"][0]["kg"] == "tiny"
+    # loading the KG links the entries investigated on it, once
     triples = tmp_path / "tiny.tsv"
     triples.write_text("Q1\tP19\tQ84\nQ2\tP19\tQ84\n")
     call_command("load_kg", str(triples), name="tiny", no_kge=True, no_embed=True, no_progress=True)
     assert "Memory bank: 1 entries investigated on tiny are now linked to it." in capsys.readouterr().out
     loaded = KnowledgeGraph.objects.get(name="tiny")
     assert MemoryEntry.objects.get().kg == loaded and bank.link_kg(loaded) == 0
-    # importing a file again links an entry of no known KG to the loaded KG the file names, and nothing else
-    MemoryEntry.objects.update(kg=None)
+    # an entry from an export older than KG names takes the name from a newer file, and is linked
+    MemoryEntry.objects.update(kg=None, kg_name="")
     assert bank.import_bank(path) == bank.Imported(0, 0, 1, linked=1)
-    assert MemoryEntry.objects.get().kg == loaded
+    assert (MemoryEntry.objects.get().kg, MemoryEntry.objects.get().kg_name) == (loaded, "tiny")
 
 
 def test_a_claim_is_guided_by_cases_of_its_relation_on_its_own_kg_not_by_another_kgs_relation_of_that_label():

@@ -321,7 +321,7 @@ class MemoryEntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MemoryEntry
-        fields = ["id", "kg", "triple_text", "relation_label", "trajectory", "lesson", "verdict", "status", "source_run",
+        fields = ["id", "kg", "kg_name", "triple_text", "relation_label", "trajectory", "lesson", "verdict", "status", "source_run",
                   "promoted_by", "provenance", "awaits_review", "use_count", "similarity", "created_at", "updated_at"]
         read_only_fields = fields
 

@@ -111,10 +111,12 @@ def lesson_of(run: Run, verdict: str | None = None, reason: str = "") -> str:
 
 
 @transaction.atomic
-def add_entry(*, triple_text: str, trajectory: str, verdict: str, relation_label: str = "", kg=None,
+def add_entry(*, triple_text: str, trajectory: str, verdict: str, relation_label: str = "", kg=None, kg_name: str = "",
               source_run: Run | None = None, promoted_by=None, provenance: str = "", lesson: str = "") -> MemoryEntry:
+    """A new entry, embedded at once; ``kg_name`` defaults to ``kg``'s name (give it alone for a KG not loaded here)."""
     return MemoryEntry.objects.create(
-        kg=kg, triple_text=triple_text, relation_label=relation_label, trajectory=trajectory, verdict=verdict, lesson=lesson,
+        kg=kg, kg_name=kg_name or (kg.name if kg else ""), triple_text=triple_text, relation_label=relation_label,
+        trajectory=trajectory, verdict=verdict, lesson=lesson,
         embedding=encoder.encode_one(triple_text), source_run=source_run, promoted_by=promoted_by, provenance=provenance,
     )
 
@@ -124,8 +126,7 @@ EXPORT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "verdi
 
 def export_bank(path: Path) -> int:
     """Every entry, with the name of the KG it was investigated on ("kg", "" when unknown)."""
-    entries = [{**{f: getattr(e, f) for f in EXPORT_FIELDS}, "kg": e.kg.name if e.kg else ""}
-               for e in MemoryEntry.objects.select_related("kg").order_by("pk")]
+    entries = [{**{f: getattr(e, f) for f in EXPORT_FIELDS}, "kg": e.kg_name} for e in MemoryEntry.objects.order_by("pk")]
     path.write_text(json.dumps({"format": "kgv-memory-bank/1", "entries": entries}, indent=2, ensure_ascii=False))
     return len(entries)
 
@@ -175,7 +176,7 @@ class Imported:
     added: int
     updated: int  # entries here that awaited review, brought up to the file's reviewed or re-derived version
     unchanged: int
-    linked: int = 0  # entries here of no known KG, now of the loaded KG the file names
+    linked: int = 0  # entries here not linked to a KG, now linked to the loaded KG the file names
     changes: tuple[tuple[MemoryEntry, dict], ...] = field(default=(), compare=False)  # each updated entry, its fields before
 
     def __str__(self) -> str:
@@ -191,8 +192,8 @@ def import_bank(path: Path) -> Imported:
     """Entries are re-embedded; an entry with the same triple and trajectory is not added again. Where that
     entry still awaits review here and the file's version differs in lesson, status or provenance (a
     curator reviewed it elsewhere, or the lesson was derived again), it takes the file's version; an entry
-    reviewed here is never overwritten. An entry's KG is the loaded KG of the name the file gives; one not
-    loaded here leaves it of no known KG until it is (link_kg). The whole file is checked first (read_bank):
+    reviewed here is never overwritten. An entry keeps the name of its KG that the file gives, and is linked
+    to that KG if it is loaded here (else once it is: link_kg). The whole file is checked first (read_bank):
     a bad entry imports nothing."""
     added = unchanged = linked = 0
     changes = []
@@ -201,10 +202,10 @@ def import_bank(path: Path) -> Imported:
         kg = graphs.get(row["kg"])
         present = MemoryEntry.objects.filter(triple_text=row["triple_text"], trajectory=row["trajectory"]).first()
         if present is not None:
-            if present.kg_id is None and kg is not None:
-                present.kg = kg
-                present.save(update_fields=["kg", "updated_at"])
-                linked += 1
+            if not present.kg_name and row["kg"]:  # an entry imported from an export older than KG names
+                present.kg_name = row["kg"]
+                present.save(update_fields=["kg_name", "updated_at"])
+            linked += link_kg(kg, [present.pk]) if kg is not None and present.kg_id is None else 0
             # a field the file leaves empty (an export older than lessons) keeps what is here
             incoming = {"lesson": row["lesson"] or present.lesson, "status": row["status"],
                         "provenance": row["provenance"] or present.provenance}
@@ -217,7 +218,7 @@ def import_bank(path: Path) -> Imported:
                 unchanged += 1
             continue
         entry = add_entry(triple_text=row["triple_text"], trajectory=row["trajectory"], verdict=row["verdict"],
-                          relation_label=row["relation_label"], lesson=row["lesson"], kg=kg,
+                          relation_label=row["relation_label"], lesson=row["lesson"], kg=kg, kg_name=row["kg"],
                           provenance=row["provenance"] or f"imported from {path.name}")
         if row["status"] == MemoryEntry.Status.RETIRED:
             entry.status = MemoryEntry.Status.RETIRED
@@ -226,15 +227,13 @@ def import_bank(path: Path) -> Imported:
     return Imported(added, len(changes), unchanged, linked, tuple(changes))
 
 
-def link_kg(kg: KnowledgeGraph, path: Path | None = None) -> int:
-    """Give the entries of the bank file ``path`` (the seed bank) that name ``kg`` and are here of no known KG
-    (imported before the KG was loaded) that KG; how many. Nothing else changes."""
-    path = path or SEED_BANK
-    if not path.exists():
-        return 0
-    rows = [row for row in read_bank(path) if row["kg"] == kg.name]
-    return sum(MemoryEntry.objects.filter(kg__isnull=True, triple_text=row["triple_text"], trajectory=row["trajectory"])
-               .update(kg=kg, updated_at=timezone.now()) for row in rows)
+def link_kg(kg: KnowledgeGraph, ids: list[int] | None = None) -> int:
+    """Link the entries investigated on ``kg`` (by name) that are not linked yet, e.g. imported before it was
+    loaded; only those of ``ids`` when given. How many."""
+    entries = MemoryEntry.objects.filter(kg__isnull=True, kg_name=kg.name)
+    if ids is not None:
+        entries = entries.filter(pk__in=ids)
+    return entries.update(kg=kg, updated_at=timezone.now())
 
 
 def seed_if_empty() -> str | None:

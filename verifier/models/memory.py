@@ -21,6 +21,10 @@ class MemoryEntry(models.Model):
         ACTIVE = "active", "Active"
         RETIRED = "retired", "Retired"
 
+    # The KG the case was investigated on: its name travels with exports; ``kg`` links it where that KG is loaded
+    # (an entry whose KG is not loaded here has none, and guides that KG's claims once it is: bank.link_kg).
+    kg_name = models.CharField(max_length=100, blank=True, db_index=True,
+                               help_text="the name of the KG the case was investigated on (kg: that KG, where it is loaded)")
     kg = models.ForeignKey(KnowledgeGraph, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     triple_text = models.TextField(help_text='"head relation tail", the text that is embedded')
     relation_label = models.CharField(max_length=500, blank=True)

@@ -59,7 +59,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         "review_filters": REVIEW_FILTERS,
         "relations": MemoryEntry.objects.exclude(relation_label="").order_by("relation_label")
                                         .values_list("relation_label", flat=True).distinct(),
-        "graphs": MemoryEntry.objects.filter(kg__isnull=False).order_by("kg__name").values_list("kg__name", flat=True).distinct(),
+        "graphs": MemoryEntry.objects.exclude(kg_name="").order_by("kg_name").values_list("kg_name", flat=True).distinct(),
         "can_review": has_role(request.user, REVIEWER),
         "bulk_actions": services.MEMORY_BULK_ACTIONS,
         "reason_chars": services.REASON_CHARS,
