@@ -134,6 +134,8 @@ def test_an_entry_keeps_its_kg_across_installations_and_is_linked_once_that_kg_i
     assert bank.import_bank(path) == bank.Imported(1, 0, 0)
     entry = MemoryEntry.objects.get()
     assert entry.kg is None and entry.kg_name == "tiny"
+    call_command("memory_bank", "import", str(path))
+    assert "Cases of KGs not loaded here (tiny: 1) guide their claims once the KG is loaded" in capsys.readouterr().out
     assert bank.for_claim("Charles Babbage place of birth Walworth", 3, "place of birth",
                           kg=KnowledgeGraph.objects.create(name="other", version=1)) == []  # not another KG's case
     again = tmp_path / "again.json"
@@ -145,7 +147,7 @@ def test_an_entry_keeps_its_kg_across_installations_and_is_linked_once_that_kg_i
     call_command("load_kg", str(triples), name="tiny", no_kge=True, no_embed=True, no_progress=True)
     assert "Memory bank: 1 entries investigated on tiny are now linked to it." in capsys.readouterr().out
     loaded = KnowledgeGraph.objects.get(name="tiny")
-    assert MemoryEntry.objects.get().kg == loaded and bank.link_kg(loaded) == 0
+    assert MemoryEntry.objects.get().kg == loaded and bank.link_kg(loaded) == 0 and bank.waiting_for_their_kg() == ""
     # an entry from an export older than KG names takes the name from a newer file, and is linked
     MemoryEntry.objects.update(kg=None, kg_name="")
     assert bank.import_bank(path) == bank.Imported(0, 0, 1, linked=1)

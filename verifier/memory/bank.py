@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -236,11 +237,20 @@ def link_kg(kg: KnowledgeGraph, ids: list[int] | None = None) -> int:
     return entries.update(kg=kg, updated_at=timezone.now())
 
 
+def waiting_for_their_kg() -> str:
+    """Which KGs not loaded here the bank holds cases of ("fb15k-237: 133"), or ""."""
+    counts = (MemoryEntry.objects.filter(kg__isnull=True).exclude(kg_name="").values_list("kg_name")
+              .annotate(n=Count("id")).order_by("kg_name"))
+    return ", ".join(f"{name}: {n}" for name, n in counts)
+
+
 def seed_if_empty() -> str | None:
     """Import the seed bank into an empty memory bank, and say what it added (None when the bank had entries)."""
     if MemoryEntry.objects.exists() or not SEED_BANK.exists():
         return None
     added = import_bank(SEED_BANK).added
     unreviewed = MemoryEntry.objects.filter(provenance__contains=UNREVIEWED).count()
+    waiting = waiting_for_their_kg()
     return (f"Memory bank seeded with {added} investigations ({SEED_BANK.name}): {added - unreviewed} reviewed by a curator, "
-            f"{unreviewed} bootstrapped from training triples and awaiting review.")
+            f"{unreviewed} bootstrapped from training triples and awaiting review."
+            + (f" Cases of KGs not loaded yet ({waiting}) guide their claims once the KG is loaded." if waiting else ""))

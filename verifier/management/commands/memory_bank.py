@@ -52,6 +52,9 @@ class Command(BaseCommand):
         except bank.BankFileError as exc:
             raise CommandError(f"{path}: {exc}; nothing was imported") from None
         self.stdout.write(self.style.SUCCESS(f"Imported {path}: {imported}"))
+        if waiting := bank.waiting_for_their_kg():
+            self.stdout.write(f"Cases of KGs not loaded here ({waiting}) guide their claims once the KG is loaded "
+                              "(manage.py load_kg).")
 
     def _bootstrap(self, options) -> None:
         if not options["kg"]:
