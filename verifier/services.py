@@ -388,7 +388,11 @@ def review_memories(*, entries, actor, action: str, reason: str = "") -> MemoryB
             elif not entry.lesson.strip():
                 result.skipped[entry.pk] = "no lesson yet: open it and write one"
             else:
-                review_memory(entry=entry, actor=actor, lesson=entry.lesson)
+                try:
+                    review_memory(entry=entry, actor=actor, lesson=entry.lesson)
+                except ReviewRejected as rejected:  # a lesson imported longer than a prompt shows, say
+                    result.skipped[entry.pk] = f"{rejected}: open it and reword it"
+                    continue
                 result.done.append(entry.pk)
     return result
 

@@ -117,5 +117,10 @@ def test_a_file_that_is_not_an_audit_or_holds_none_of_the_negatives_is_refused(e
     stranger.write_text("\t".join(label_audit.COLUMNS) + "\nQ1\tP1\tQ2\ta\tb\tc\tfalse\tx\n")
     with pytest.raises(CommandError, match="none of the 1 judged rows is a negative of the evaluation audited"):
         call_command("audit_labels", "audited", judged=stranger)
+    with pytest.raises(CommandError, match="no folder"):
+        call_command("audit_labels", "audited", write=tmp_path / "missing" / "audit.tsv")
+    with pytest.raises(CommandError, match="lacks the column"):
+        call_command("audit_labels", "audited", write=other)  # never appended to a file that is not an audit
+    assert other.read_text() == "head\trelation\ttail\nQ1\tP1\tQ2\n"
     with pytest.raises(CommandError, match="no evaluation 'nowhere'"):
         call_command("audit_labels", "nowhere", judged=stranger)

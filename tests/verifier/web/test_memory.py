@@ -171,22 +171,25 @@ def _awaiting(text: str, lesson: str = "Decided by the weighed evidence.") -> Me
 def test_a_reviewer_keeps_the_ticked_entries_each_as_its_own_review_and_is_told_which_were_left(make_user, entries):
     waiting = [_awaiting("Ada Lovelace educated at home"), _awaiting("Alan Turing educated at King's College")]
     no_lesson = _awaiting("Grace Hopper educated at Yale", lesson="")
+    long_lesson = _awaiting("Kurt Gödel educated at University of Vienna", lesson="word " * 100)  # from an old export
     client = signed_in(make_user("reviewer", "rosa"))
     listing = client.get(reverse("memory-list"), {"review": "awaiting"}).content.decode()
     assert 'id="memory-bulk"' in listing and 'id="select-all"' in listing and "kgv/selection.js" in listing
-    ticked = [*waiting, no_lesson, entries[0]]
+    ticked = [*waiting, no_lesson, long_lesson, entries[0]]
     page = client.post(reverse("memory-bulk"), {"action": "keep", "entries": [e.pk for e in ticked],
                                                 "return_query": "review=awaiting"}, follow=True)
     assert page.redirect_chain[-1][0] == f"{reverse('memory-list')}?review=awaiting"
     text = page.content.decode()
     assert f"2 entries kept with their lessons, each recorded as your review: {waiting[0].pk}, {waiting[1].pk}." in text
     assert f"{no_lesson.pk} (no lesson yet: open it and write one)" in text and f"{entries[0].pk} (reviewed already)" in text
+    assert f"{long_lesson.pk} (the lesson has 499 characters; a small model&#x27;s prompt shows at most 400: open it" in text
     for entry in waiting:
         entry.refresh_from_db()
         assert not entry.awaits_review and f"reviewed by rosa on {timezone.localdate():%Y-%m-%d}" in entry.provenance
     assert AuditEvent.objects.filter(action="memory.review").count() == 2
-    no_lesson.refresh_from_db()
-    assert no_lesson.awaits_review
+    for entry in (no_lesson, long_lesson):
+        entry.refresh_from_db()
+        assert entry.awaits_review
 
 
 def test_a_reviewer_retires_the_ticked_entries_with_one_reason_and_a_viewer_cannot(make_user, entries):

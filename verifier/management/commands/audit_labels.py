@@ -40,6 +40,8 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
 
     def _write(self, evaluation, path: Path, size: int, seed: int) -> None:
+        if not path.parent.is_dir():
+            raise CommandError(f"no folder {path.parent} to write {path.name} in")
         drawn = label_audit.write_sample(evaluation, path, size=size, seed=seed)
         if not drawn.written:
             raise CommandError(f"{path} already holds all {drawn.negatives} negatives of {evaluation.name} that have a run")
