@@ -175,6 +175,7 @@ def test_a_reviewer_keeps_the_ticked_entries_each_as_its_own_review_and_is_told_
     client = signed_in(make_user("reviewer", "rosa"))
     listing = client.get(reverse("memory-list"), {"review": "awaiting"}).content.decode()
     assert 'id="memory-bulk"' in listing and 'id="select-all"' in listing and "kgv/selection.js" in listing
+    assert '<div class="lesson-preview" title="Decided by the weighed evidence.">' in listing  # what a keep keeps
     ticked = [*waiting, no_lesson, long_lesson, entries[0]]
     page = client.post(reverse("memory-bulk"), {"action": "keep", "entries": [e.pk for e in ticked],
                                                 "return_query": "review=awaiting"}, follow=True)
