@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from verifier.agent.prompts import LESSON_CHARS
-from verifier.models import KnowledgeGraph, VerificationTask
+from verifier.models import KnowledgeGraph, MemoryEntry, VerificationTask
 from verifier.roles import ADMIN, CURATOR, REVIEWER
+from verifier.services import MEMORY_BULK_ACTIONS
 from verifier.web.links import EXPORT_FORMATS
 
 FLAGGED_SUFFIXES = (".csv", ".tsv", ".txt")
@@ -64,6 +65,18 @@ class BulkActionForm(forms.Form):
         if cleaned.get("action") == "export" and not cleaned.get("fmt"):
             self.add_error("fmt", "Choose an export format.")
         return cleaned
+
+
+class MemoryBulkForm(forms.Form):
+    """Keep or retire the memories ticked in the bank list (services.review_memories)."""
+
+    action = forms.ChoiceField(choices=list(MEMORY_BULK_ACTIONS.items()))
+    entries = forms.ModelMultipleChoiceField(MemoryEntry.objects.order_by("pk"), error_messages={
+        "required": "Tick at least one entry.",
+        "invalid_choice": "Memory %(value)s no longer exists.",
+        "invalid_pk_value": "%(pk)s is not a memory id.",
+    })
+    reason = forms.CharField(required=False)
 
 
 class MemoryReviewForm(forms.Form):

@@ -20,7 +20,7 @@ from verifier.memory import bank
 from verifier.models import MemoryEntry, Run, RunMemory, Verdict
 from verifier.roles import REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import memory_entries
-from verifier.web.forms import MemoryReviewForm, PromoteForm
+from verifier.web.forms import MemoryBulkForm, MemoryReviewForm, PromoteForm
 from verifier.web.links import run_url, task_url
 
 PAGE_SIZE = 50
@@ -135,20 +135,21 @@ def memory_status(request: HttpRequest, entry_id: int) -> HttpResponse:
 @role_required(REVIEWER)
 def memory_bulk(request: HttpRequest) -> HttpResponse:
     """Keep (with their lessons) or retire the ticked entries; back to the list as the reviewer left it."""
-    ids = [int(value) for value in request.POST.getlist("entries") if value.isdigit()]
     query = request.POST.get("return_query", "")
     back = redirect(f"{reverse('memory-list')}?{query}" if query else reverse("memory-list"))
-    if not ids:
-        messages.error(request, "Tick at least one entry.")
+    form = MemoryBulkForm(request.POST)
+    if not form.is_valid():
+        for error in (e for errors in form.errors.values() for e in errors):
+            messages.error(request, error)
         return back
-    entries = list(MemoryEntry.objects.filter(pk__in=ids).order_by("pk"))
+    action = form.cleaned_data["action"]
     try:
-        review = services.review_memories(entries=entries, actor=request.user, action=request.POST.get("action", ""),
-                                          reason=request.POST.get("reason", ""))
+        review = services.review_memories(entries=form.cleaned_data["entries"], actor=request.user, action=action,
+                                          reason=form.cleaned_data["reason"])
     except services.ReviewRejected as rejected:
         messages.error(request, f"Nothing changed: {rejected}.")
         return back
-    done = "kept with their lessons" if request.POST["action"] == "keep" else "retired"
+    done = "kept with their lessons" if action == "keep" else "retired"
     if review.done:
         messages.success(request, f"{len(review.done)} entr{'y' if len(review.done) == 1 else 'ies'} {done}, each "
                                   f"recorded as your review: {', '.join(map(str, review.done))}.")

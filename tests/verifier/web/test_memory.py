@@ -206,8 +206,11 @@ def test_a_reviewer_retires_the_ticked_entries_with_one_reason_and_a_viewer_cann
     text = client.post(reverse("memory-bulk"), {**ticked, "reason": "x " * 200}, follow=True).content.decode()
     assert "Nothing changed: the reason has 399 characters" in text
     assert "Tick at least one entry." in client.post(reverse("memory-bulk"), {"action": "keep"}, follow=True).content.decode()
-    assert "unknown action" in client.post(reverse("memory-bulk"), {"action": "burn", "entries": [entries[0].pk]},
-                                           follow=True).content.decode()
+    assert "Select a valid choice. burn is not one of the available choices." in client.post(
+        reverse("memory-bulk"), {"action": "burn", "entries": [entries[0].pk]}, follow=True).content.decode()
+    for bad, said in (("99999999999999999999", "no longer exists"), ("x", "x is not a memory id")):
+        page = client.post(reverse("memory-bulk"), {"action": "keep", "entries": [entries[0].pk, bad]}, follow=True)
+        assert page.status_code == 200 and said in page.content.decode()
     assert MemoryEntry.objects.get(pk=entries[0].pk).status == "active"
 
 
