@@ -188,11 +188,12 @@ class RunPace:
 PACE_WINDOW = 50
 
 
-def run_pace() -> RunPace:
-    """The median duration and mean cost of the last PACE_WINDOW succeeded runs curators started (evaluation
-    runs excluded: their modes are not the curators')."""
-    recent = list(Run.objects.filter(status=Run.Status.SUCCEEDED, started_at__isnull=False, finished_at__isnull=False,
-                                     evaluation_items__isnull=True)
+def run_pace(mode: str = "agent") -> RunPace:
+    """The median duration and mean cost of the last PACE_WINDOW succeeded runs of ``mode`` curators started
+    (evaluation runs excluded: their modes are not the curators'). A run that names no mode is an investigation."""
+    of_mode = Q(config__mode=mode) | (Q(config__mode__isnull=True) if mode == "agent" else Q(pk__in=[]))
+    recent = list(Run.objects.filter(of_mode, status=Run.Status.SUCCEEDED, started_at__isnull=False,
+                                     finished_at__isnull=False, evaluation_items__isnull=True)
                   .order_by("-finished_at").values_list("started_at", "finished_at", "cost_usd")[:PACE_WINDOW])
     if not recent:
         return RunPace(0, None, 0.0)

@@ -8,11 +8,16 @@
   const table = document.getElementById("queue-table");
   const filters = document.getElementById("filters");
   const estimate = document.getElementById("run-estimate");
+  const kind = document.getElementById("bulk-kind");
 
-  // "about 4 min and $0.02" for n runs one after another, from the pace of recent runs (the page's data)
+  // "about 4 min and $0.02" for n runs of the chosen kind one after another, from the pace of recent runs of that
+  // kind (the page's data: data-agent-seconds, data-evidence-cost, …); nothing without a basis
   function estimateText(n) {
-    const seconds = Number(estimate.dataset.medianSeconds) * n;
-    const cost = Number(estimate.dataset.meanCost) * n;
+    const chosen = kind ? kind.value : "agent";
+    const perRun = estimate.dataset[`${chosen}Seconds`];
+    if (!n || perRun === undefined) return "";
+    const seconds = Number(perRun) * n;
+    const cost = Number(estimate.dataset[`${chosen}Cost`]) * n;
     const duration = seconds >= 90 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`;
     return `running them: about ${duration} and $${cost.toFixed(2)} (one worker)`;
   }
@@ -22,9 +27,10 @@
   }
 
   function showEstimate(n) {
-    if (estimate && estimate.dataset.medianSeconds) estimate.textContent = n ? estimateText(n) : "";
+    if (estimate) estimate.textContent = estimateText(n);
   }
   document.addEventListener("kgv:selection", (event) => showEstimate(event.detail.ticked));
+  if (kind) kind.addEventListener("change", () => showEstimate(ticked()));
   showEstimate(ticked());
 
   if (filters) {

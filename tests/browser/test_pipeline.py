@@ -1,6 +1,6 @@
 """What changed and who hears of it, in a real browser: an admin registers a webhook and tests it, a curator
 re-verifies a triple and compares the two runs side by side, the receiver hears of both runs without polling,
-and the curator keeps the queue's filters as a saved view."""
+the curator keeps the queue's filters as a saved view and weighs a ticked task's evidence without the model."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.http_fixtures import LocalHTTPServer, Reply
 from tests.users import PASSWORD
 from tests.verifier.test_webhooks import signature_is_valid
 from tests.workers import wait_for
-from verifier.models import SavedView, Webhook, WebhookDelivery
+from verifier.models import Run, SavedView, Webhook, WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,3 +70,13 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     assert page.locator("#filters select[name=verdict]").input_value() == "correct"
     page.locator("input.row-check").first.check()  # ticking tasks estimates what running them takes
     assert page.inner_text("#run-estimate").startswith("running them: about ")
+    page.select_option("#bulk-kind", "evidence")  # no evidence-only run yet: no basis for an estimate
+    assert page.inner_text("#run-estimate") == ""
+    ticked = int(page.locator("input.row-check:checked").first.get_attribute("value"))
+    page.click("#bulk-form button[value=run]")
+    page.wait_for_selector(".messages >> text=1 run(s) weighing the evidence only queued")
+    weighed = wait_for(lambda: Run.objects.filter(task_id=ticked, config__mode="evidence", status__in=["succeeded", "failed"]).first(),
+                       60, "the evidence-only run")
+    assert weighed.status == Run.Status.SUCCEEDED, weighed.error
+    steps = list(weighed.steps.all())
+    assert steps[-1].kind == "verdict" and sum(step.prompt_tokens for step in steps) == 0  # no model asked

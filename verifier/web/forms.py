@@ -42,12 +42,38 @@ class TaskImportForm(forms.Form):
         return upload
 
 
+# What a curator starts from the workbench: an investigation by the configured agent, or its evidence brief weighed
+# by the confidence model in force with no language model asked (AgentConfig mode "evidence"): a verdict and its
+# confidence in about a second, without the plan, the steps and the reading — a first pass over a large import.
+RUN_KINDS = (("agent", "Investigate"), ("evidence", "Weigh the evidence only"))
+
+
+class RunKindField(forms.ChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(choices=RUN_KINDS, required=False, initial="agent", **kwargs)
+
+    def clean(self, value):
+        return super().clean(value) or "agent"
+
+
+def run_config(kind: str) -> dict:
+    """The run configuration of a kind of RUN_KINDS ({} leaves everything to the worker's defaults)."""
+    return {} if kind == "agent" else {"mode": kind}
+
+
+class RunStartForm(forms.Form):
+    """Start a run of one task (the task and run pages)."""
+
+    kind = RunKindField()
+
+
 class BulkActionForm(forms.Form):
     """An action on the tasks ticked in the queue. The view checks the role each action needs."""
 
     ACTIONS = (("run", "Run selected"), ("assign", "Assign"), ("accept", "Accept the verdicts"), ("export", "Export"))
 
     action = forms.ChoiceField(choices=ACTIONS)
+    kind = RunKindField()
     tasks = forms.ModelMultipleChoiceField(VerificationTask.objects.all(), error_messages={
         "required": "Tick at least one task first.",
         "invalid_choice": "Task %(value)s no longer exists.",

@@ -41,7 +41,7 @@ from verifier.queue_filters import (
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import audit_events, run_pace, tasks_in_flight
 from verifier.uploads import save_upload, uploaded_file
-from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users
+from verifier.web.forms import RUN_KINDS, BulkActionForm, TaskImportForm, assignable_users, run_config
 from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
 from verifier.web.saved_views import saved_views, view_query
 from verifier.web.structure import status_context
@@ -136,6 +136,8 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
         "saved_views": saved_views(request.user),
         "pace": run_pace(),
+        "evidence_pace": run_pace("evidence"),
+        "run_kinds": RUN_KINDS,
         "view_query": view_query(request.GET),
         **status_context(),
     }
@@ -177,11 +179,13 @@ def _back_to_queue(request: HttpRequest) -> HttpResponse:
     return redirect(f"{reverse('queue')}?{query}" if query else reverse("queue"))
 
 
-def _run_selected(request: HttpRequest, tasks) -> None:
+def _run_selected(request: HttpRequest, tasks, kind: str) -> None:
     busy = tasks_in_flight(tasks)
-    started = [services.start_run(task=task, actor=request.user) for task in tasks if task.pk not in busy]
+    config = run_config(kind)
+    started = [services.start_run(task=task, config=config, actor=request.user) for task in tasks if task.pk not in busy]
     if started:
-        messages.success(request, f"{len(started)} run(s) queued; each row shows its status as a worker takes it.")
+        what = "run(s)" if kind == "agent" else "run(s) weighing the evidence only"
+        messages.success(request, f"{len(started)} {what} queued; each row shows its status as a worker takes it.")
     if busy:
         messages.warning(request, f"{len(busy)} task(s) already had a run queued or running and were left alone.")
 
@@ -223,7 +227,7 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
     if action == "accept":
         _accept_selected(request, tasks)
     elif action == "run":
-        _run_selected(request, tasks)
+        _run_selected(request, tasks, form.cleaned_data["kind"])
     else:
         _assign(request, tasks, form.cleaned_data["assignee"])
     return _back_to_queue(request)

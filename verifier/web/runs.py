@@ -23,6 +23,7 @@ from verifier.quality import described
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import awaited_training, queue_position, run_pace
+from verifier.web.forms import RUN_KINDS, RunStartForm, run_config
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
 from verifier.web.structure import status_context
@@ -76,6 +77,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "override_to": Verdict(overridden_to).label if overridden_to else "",
         "verdict_choices": [(Verdict.CORRECT.value, Verdict.CORRECT.label), (Verdict.INCORRECT.value, Verdict.INCORRECT.label)],
         "queue": queue,
+        "run_kinds": RUN_KINDS,
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
         "promote_url": _promote_url(run),
@@ -195,8 +197,12 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     if request.method == "POST":
         if not has_role(request.user, CURATOR):
             raise PermissionDenied("starting a run needs the curator role")
+        form = RunStartForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, f"No new run: {form.errors['kind'][0]}")
+            return redirect(_with_queue(reverse("task-detail", args=[task.pk]), queue))
         try:
-            run = services.start_run(task=task, actor=request.user)
+            run = services.start_run(task=task, config=run_config(form.cleaned_data["kind"]), actor=request.user)
         except services.TaskBusy as exc:
             messages.warning(request, f"No new run: {exc}.")
             latest = task.runs.order_by("-created_at", "-id").first()
@@ -211,6 +217,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
         "task": task,
         "undo_review": undoable_review(request),
         "queue": queue,
+        "run_kinds": RUN_KINDS,
         "can_curate": has_role(request.user, CURATOR),
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",

@@ -244,10 +244,28 @@ def test_bulk_run_starts_one_run_per_task_and_leaves_busy_tasks_alone(queue):
     assert response.status_code == 302
     started = Run.objects.filter(created_by=queue.me, status=Run.Status.QUEUED)
     assert {run.task_id for run in started} == ids(queue.pending, queue.incorrect)  # `running` already had a run
+    assert [run.config for run in started] == [{}, {}]  # an investigation with the worker's defaults
     assert Run.objects.count() == before + 2
     assert AuditEvent.objects.filter(action="run.start", actor=queue.me).count() == 2
     page = queue.client.get(response["Location"]).content.decode()
     assert "2 run(s) queued" in page and "1 task(s) already had a run queued or running" in page
+
+
+def test_bulk_run_can_weigh_the_evidence_only(queue):
+    page = queue.client.get(reverse("queue")).content.decode()
+    assert re.search(r'<select name="kind" id="bulk-kind"[^>]*>\s*<option value="agent">Investigate</option>'
+                     r'<option value="evidence">Weigh the evidence only</option>', page)
+    response = _bulk(queue.client, "run", [queue.pending, queue.incorrect], kind="evidence")
+    started = Run.objects.filter(created_by=queue.me)
+    assert [run.config for run in started] == [{"mode": "evidence"}] * 2
+    assert "2 run(s) weighing the evidence only queued" in queue.client.get(response["Location"]).content.decode()
+    assert Run.objects.get(task=queue.pending, created_by=queue.me).config == {"mode": "evidence"}
+
+
+def test_bulk_run_refuses_an_unknown_kind_of_run(queue):
+    response = _bulk(queue.client, "run", [queue.pending], kind="oracle")
+    assert "Select a valid choice. oracle is not one of the available choices." in queue.client.get(response["Location"]).content.decode()
+    assert not Run.objects.filter(created_by=queue.me).exists()
 
 
 def test_bulk_export_goes_to_the_export_endpoint_with_the_ticked_tasks(make_user, queue):

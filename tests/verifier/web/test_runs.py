@@ -265,6 +265,19 @@ def test_task_without_runs_offers_start_to_curators_and_starting_opens_the_new_r
     response = curator.post(url)
     run = Run.objects.get(task=task)
     assert response["Location"] == reverse("run-detail", args=[run.pk]) and run.status == Run.Status.QUEUED
+    assert run.config == {}
+
+
+def test_a_run_started_from_the_run_page_can_weigh_the_evidence_only(make_user, finished):
+    curator = client_for(make_user, "curator")
+    page = curator.get(reverse("run-detail", args=[finished.pk])).content.decode()
+    assert 'id="rerun-kind"' in page and '<option value="evidence">Weigh the evidence only</option>' in page
+    url = reverse("task-detail", args=[finished.task_id])
+    refused = curator.post(url, {"kind": "oracle"}, follow=True)
+    assert "No new run: Select a valid choice. oracle is not one of the available choices." in refused.content.decode()
+    assert finished.task.runs.count() == 1
+    curator.post(url, {"kind": "evidence"})
+    assert finished.task.runs.order_by("-pk").first().config == {"mode": "evidence"}
 
 
 # ---- queue navigation ------------------------------------------------------------------------------
@@ -362,7 +375,11 @@ def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(ma
     assert "1st in the queue; a worker takes it in about 40 s" in client.get(reverse("run-detail", args=[first.pk])).content.decode()
     assert 'id="queue-position"' not in client.get(reverse("run-detail", args=[finished.pk])).content.decode()
     queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
-    assert 'data-median-seconds="40.0"' in queue  # the bulk run's estimate, per ticked task
+    assert 'data-agent-seconds="40.0"' in queue and "data-evidence-seconds" not in queue  # the bulk run's estimate
+    Run.objects.create(task=world.task("Q350", "P17", "Q142"), status=Run.Status.SUCCEEDED, config={"mode": "evidence"},
+                       started_at=finished.started_at, finished_at=finished.started_at + timedelta(seconds=2))
+    queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
+    assert 'data-agent-seconds="40.0"' in queue and 'data-evidence-seconds="2.0"' in queue  # each kind its own pace
 
 
 def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(make_user, finished):
