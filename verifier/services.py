@@ -120,6 +120,9 @@ def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: d
     return TaskImportReport(created=created, already_queued=len(tasks) - created, lines=len(tasks), learnt=learnt)
 
 
+MAX_BULK = 1000  # the most tasks or memories one bulk action takes (the queue's, the bank's, the API's)
+
+
 def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):
     """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
     leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model."""

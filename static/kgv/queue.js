@@ -22,16 +22,18 @@
     return `running them: about ${duration} and $${cost.toFixed(2)} (one worker)`;
   }
 
-  function ticked() {
-    return document.querySelectorAll("input.row-check:checked").length;
-  }
+  // how many the action would take (selection.js: the ticked rows, or every row of the view)
+  let selected = document.querySelectorAll("input.row-check:checked").length;
 
-  function showEstimate(n) {
-    if (estimate) estimate.textContent = estimateText(n);
+  function showEstimate() {
+    if (estimate) estimate.textContent = estimateText(selected);
   }
-  document.addEventListener("kgv:selection", (event) => showEstimate(event.detail.ticked));
-  if (kind) kind.addEventListener("change", () => showEstimate(ticked()));
-  showEstimate(ticked());
+  document.addEventListener("kgv:selection", (event) => {
+    selected = event.detail.ticked;
+    showEstimate();
+  });
+  if (kind) kind.addEventListener("change", showEstimate);
+  showEstimate();
 
   if (filters) {
     filters.querySelectorAll("select").forEach((select) => {

@@ -12,7 +12,7 @@ from tests.http_fixtures import LocalHTTPServer, Reply
 from tests.users import PASSWORD
 from tests.verifier.test_webhooks import signature_is_valid
 from tests.workers import wait_for
-from verifier.models import Run, SavedView, Webhook, WebhookDelivery
+from verifier.models import Run, SavedView, VerificationTask, Webhook, WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,3 +80,28 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     assert weighed.status == Run.Status.SUCCEEDED, weighed.error
     steps = list(weighed.steps.all())
     assert steps[-1].kind == "verdict" and sum(step.prompt_tokens for step in steps) == 0  # no model asked
+
+
+def test_a_curator_weighs_every_task_of_a_view_longer_than_a_page_in_one_action(browser_context, world_kg, make_user):
+    make_user("curator", username="cleo")
+    entities, relations = list(world_kg.entities.all()), list(world_kg.relations.all())
+    triples = [(h, r, t) for h in entities for r in relations for t in entities if h != t][:30]
+    VerificationTask.objects.bulk_create(VerificationTask(kg=world_kg, head=h, relation=r, tail=t) for h, r, t in triples)
+    page = sign_in(browser_context, "cleo", PASSWORD)
+    page.goto("/?per_page=25")
+    assert page.locator("#select-matching").is_hidden()
+    page.check("#select-all")
+    assert page.inner_text("#select-matching-text") == "All 25 on this page are ticked."
+    page.click("#select-matching-button")
+    assert page.inner_text("#selected-count") == "30 selected"
+    assert page.inner_text("#select-matching-text") == "All 30 of this view are ticked."
+    page.select_option("#bulk-kind", "evidence")
+    page.click("#bulk-form button[value=run]")
+    page.wait_for_selector(".messages >> text=30 run(s) weighing the evidence only queued")
+    wait_for(lambda: Run.objects.filter(config__mode="evidence", status="succeeded").count() == 30, 120,
+             "the 30 evidence-only runs")
+    page.goto("/?per_page=25")
+    page.locator("input.row-check").first.check()  # one ticked: the view is not offered, the estimate is the kind's pace
+    assert page.locator("#select-matching").is_hidden()
+    page.select_option("#bulk-kind", "evidence")
+    assert page.inner_text("#run-estimate").startswith("running them: about ")

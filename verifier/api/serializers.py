@@ -27,9 +27,7 @@ from verifier.models import (
     VerificationTask,
 )
 from verifier.roles import CURATOR, has_role
-from verifier.services import MEMORY_BULK_ACTIONS, REASON_CHARS
-
-MAX_BULK_IDS = 1000
+from verifier.services import MAX_BULK, MEMORY_BULK_ACTIONS, REASON_CHARS
 
 
 class UserRefSerializer(serializers.Serializer):
@@ -116,7 +114,7 @@ class ConfigField(serializers.JSONField):
 
 class TaskBulkSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["run", "assign", "accept"])
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK_IDS)
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK)
     assignee = serializers.PrimaryKeyRelatedField(queryset=get_user_model().objects.filter(is_active=True),
                                                   allow_null=True, required=False, default=None)
     config = ConfigField(required=False, default=dict)
@@ -289,7 +287,7 @@ class MemoryRetireSerializer(serializers.Serializer):
 
 
 class MemoryBulkReviewSerializer(serializers.Serializer):
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK_IDS)
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK)
     action = serializers.ChoiceField(choices=list(MEMORY_BULK_ACTIONS.items()),
                                      help_text="keep: mark those awaiting review reviewed, with their lessons; "
                                      "retire: retire the active ones")

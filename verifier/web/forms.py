@@ -9,11 +9,13 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q
+from django.http import QueryDict
 
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.models import KnowledgeGraph, MemoryEntry, VerificationTask
+from verifier.queue_filters import QueueFilterError, filter_tasks
 from verifier.roles import ADMIN, CURATOR, REVIEWER
-from verifier.services import MEMORY_BULK_ACTIONS
+from verifier.services import MAX_BULK, MEMORY_BULK_ACTIONS
 from verifier.web.links import EXPORT_FORMATS
 
 FLAGGED_SUFFIXES = (".csv", ".tsv", ".txt")
@@ -68,29 +70,49 @@ class RunStartForm(forms.Form):
 
 
 class BulkActionForm(forms.Form):
-    """An action on the tasks ticked in the queue. The view checks the role each action needs."""
+    """An action on the tasks ticked in the queue, or with ``matching`` on every task of the queue's view
+    (``return_query``: its filters, read as the queue reads them). The view checks the role each action needs."""
 
     ACTIONS = (("run", "Run selected"), ("assign", "Assign"), ("accept", "Accept the verdicts"), ("export", "Export"))
 
     action = forms.ChoiceField(choices=ACTIONS)
     kind = RunKindField()
-    tasks = forms.ModelMultipleChoiceField(VerificationTask.objects.all(), error_messages={
-        "required": "Tick at least one task first.",
+    tasks = forms.ModelMultipleChoiceField(VerificationTask.objects.all(), required=False, error_messages={
         "invalid_choice": "Task %(value)s no longer exists.",
         "invalid_pk_value": "%(pk)s is not a task id.",
     })
+    matching = forms.BooleanField(required=False)
+    return_query = forms.CharField(required=False)
     assignee = forms.ModelChoiceField(assignable_users(), required=False, empty_label="nobody (unassign)")
     fmt = forms.ChoiceField(choices=[(f, f.upper()) for f in EXPORT_FORMATS], required=False, initial="json")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.user = user
         self.fields["assignee"].queryset = assignable_users()  # re-read: roles change while the server runs
 
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("action") == "export" and not cleaned.get("fmt"):
             self.add_error("fmt", "Choose an export format.")
+        if cleaned.get("matching"):
+            cleaned["tasks"] = self._matching(cleaned.get("return_query", ""))
+        elif not cleaned.get("tasks"):
+            raise forms.ValidationError("Tick at least one task first.")
         return cleaned
+
+    def _matching(self, query: str):
+        try:
+            tasks = filter_tasks(VerificationTask.objects.all(), QueryDict(query), user=self.user)
+        except QueueFilterError as exc:
+            raise forms.ValidationError(f"The view's filters cannot be used: {exc}") from exc
+        count = tasks.count()
+        if not count:
+            raise forms.ValidationError("No task is in this view any more.")
+        if count > MAX_BULK:
+            raise forms.ValidationError(f"This view holds {count:,} tasks; one action takes at most {MAX_BULK:,}: "
+                                        "narrow the filters.")
+        return tasks
 
 
 class MemoryBulkForm(forms.Form):

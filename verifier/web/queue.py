@@ -137,6 +137,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "saved_views": saved_views(request.user),
         "pace": run_pace(),
         "evidence_pace": run_pace("evidence"),
+        "max_bulk": services.MAX_BULK,
         "run_kinds": RUN_KINDS,
         "view_query": view_query(request.GET),
         **status_context(),
@@ -212,7 +213,7 @@ def _accept_selected(request: HttpRequest, tasks) -> None:
 def bulk_action(request: HttpRequest) -> HttpResponse:
     """Run, assign, accept or export the ticked tasks. Exporting is reading (viewer); accepting the verdicts needs
     a reviewer; the rest a curator."""
-    form = BulkActionForm(request.POST)
+    form = BulkActionForm(request.POST, user=request.user)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:

@@ -14,6 +14,7 @@ from tests.verifier.web.run_pages import RunWorld, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in, upload  # noqa: F401  (autouse fixture)
 from verifier.models import AuditEvent, Entity, KnowledgeGraph, Relation, Review, Run, VerificationTask
 from verifier.queue_filters import filter_tasks
+from verifier.web import forms
 from verifier.web.run_evidence import review_state
 
 pytestmark = pytest.mark.django_db
@@ -266,6 +267,43 @@ def test_bulk_run_refuses_an_unknown_kind_of_run(queue):
     response = _bulk(queue.client, "run", [queue.pending], kind="oracle")
     assert "Select a valid choice. oracle is not one of the available choices." in queue.client.get(response["Location"]).content.decode()
     assert not Run.objects.filter(created_by=queue.me).exists()
+
+
+def _bulk_matching(client, action, query, **extra):
+    return client.post(reverse("queue-bulk"), {"action": action, "matching": "1", "return_query": query, **extra})
+
+
+def test_a_bulk_action_can_take_every_task_of_the_view_not_only_the_ticked_page(queue, make_user):
+    response = _bulk_matching(queue.client, "run", "verdict=none&sort=relation", kind="evidence")
+    assert response["Location"] == reverse("queue") + "?verdict=none&sort=relation"
+    # the view's tasks without a verdict: `running` already had a run and is left alone
+    assert {run.task_id for run in Run.objects.filter(created_by=queue.me)} == ids(queue.pending)
+    exported = _bulk_matching(queue.client, "export", "status=verified", fmt="csv")
+    assert exported["Location"] == f"/api/export/csv/?tasks={queue.correct.pk},{queue.incorrect.pk}"
+    _bulk_matching(signed_in(make_user("reviewer", "rex")), "accept", "confidence_min=0.85&status=verified")
+    assert [r.run.task_id for r in Review.objects.filter(decision="accept", reviewer__username="rex")] == [queue.correct.pk]
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("confidence_min=high", "The view&#x27;s filters cannot be used: confidence_min"),
+    ("status=pending&q=nothing+by+this+name", "No task is in this view any more."),
+    ("", "This view holds 6 tasks; one action takes at most 5: narrow the filters."),
+])
+def test_a_bulk_action_on_the_whole_view_says_why_it_cannot_be_taken(queue, monkeypatch, query, message):
+    monkeypatch.setattr(forms, "MAX_BULK", 5)
+    response = _bulk_matching(queue.client, "run", query)
+    assert message in queue.client.get(response["Location"]).content.decode()
+    assert not Run.objects.filter(created_by=queue.me).exists()
+
+
+def test_the_queue_offers_the_whole_view_only_when_it_has_more_than_a_page(queue):
+    assert 'id="select-matching"' not in queue.client.get(reverse("queue")).content.decode()
+    for head in ("Q145", "Q350", "Q142"):
+        for relation in ("P19", "P27"):
+            for tail in ("Q42", "Q145", "Q350", "Q142"):
+                queue.world.task(head, relation, tail)
+    page = queue.client.get(reverse("queue"), {"per_page": "25"}).content.decode()
+    assert re.search(r'id="select-matching" hidden data-count="(\d+)" data-max="1000"', page).group(1) == "30"
 
 
 def test_bulk_export_goes_to_the_export_endpoint_with_the_ticked_tasks(make_user, queue):
