@@ -126,6 +126,12 @@ class MemoryBulkForm(forms.Form):
     })
     reason = forms.CharField(required=False)
 
+    def clean_entries(self):
+        entries = self.cleaned_data["entries"]
+        if len(entries) > MAX_BULK:
+            raise forms.ValidationError(f"One action takes at most {MAX_BULK:,} entries; {len(entries):,} were ticked.")
+        return entries
+
 
 class MemoryReviewForm(forms.Form):
     lesson = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "true"}), max_length=2000,

@@ -13,6 +13,7 @@ from tests.verifier.web.workbench import client_for, fast_password_hashing, sign
 from verifier.memory import bank
 from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, RunMemory
 from verifier.models.memory import UNREVIEWED
+from verifier.web import forms
 
 pytestmark = pytest.mark.django_db
 
@@ -212,6 +213,15 @@ def test_a_reviewer_retires_the_ticked_entries_with_one_reason_and_a_viewer_cann
         page = client.post(reverse("memory-bulk"), {"action": "keep", "entries": [entries[0].pk, bad]}, follow=True)
         assert page.status_code == 200 and said in page.content.decode()
     assert MemoryEntry.objects.get(pk=entries[0].pk).status == "active"
+
+
+def test_a_bulk_review_takes_at_most_the_bulk_limit(make_user, entries, monkeypatch):
+    monkeypatch.setattr(forms, "MAX_BULK", 1)
+    client = signed_in(make_user("reviewer", "rosa"))
+    page = client.post(reverse("memory-bulk"), {"action": "retire", "entries": [entries[0].pk, entries[1].pk], "reason": "why"},
+                       follow=True).content.decode()
+    assert "One action takes at most 1 entries; 2 were ticked." in page
+    assert not MemoryEntry.objects.filter(status="retired").exists()
 
 
 def test_a_reason_longer_than_is_kept_leaves_the_entry_as_it_was_and_says_why(make_user, bootstrapped):
