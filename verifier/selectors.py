@@ -11,7 +11,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from verifier.memory import encoder
-from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel
+from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel, Verdict
 from verifier.models.memory import UNREVIEWED
 
 
@@ -251,6 +251,29 @@ def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", k
         distance = CosineDistance("embedding", encoder.encode_one(similar))
         return entries.annotate(similarity=1 - distance).order_by(F("similarity").desc(), "-id")
     return entries.order_by("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """The bank's list page for its query parameters: the entries it lists and the status tab, search mode and
+    text it shows (unknown values fall back to the defaults)."""
+
+    entries: QuerySet
+    status: str  # "active", "retired" or "all"
+    mode: str  # "text" or "similar" (every entry, ranked by similarity)
+    text: str
+
+
+def memory_view(params) -> MemoryView:
+    status = params.get("status", "active")
+    status = status if status in ("active", "retired", "all") else "active"
+    mode = params.get("mode", "text")
+    mode = mode if mode in ("text", "similar") else "text"
+    text, verdict = params.get("q", "").strip(), params.get("verdict", "")
+    entries = memory_entries(status="" if status == "all" else status, verdict=verdict if verdict in Verdict.values else "",
+                             relation=params.get("relation", "").strip(), kg=params.get("kg", "").strip(),
+                             review=params.get("review", ""), **({"similar": text} if mode == "similar" else {"text": text}))
+    return MemoryView(entries, status, mode, text)
 
 
 def audit_events(*, action: str = "", actor: str = "", object_type: str = "", object_id: str = "") -> QuerySet[AuditEvent]:

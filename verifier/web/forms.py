@@ -15,6 +15,7 @@ from verifier.agent.prompts import LESSON_CHARS
 from verifier.models import KnowledgeGraph, MemoryEntry, VerificationTask
 from verifier.queue_filters import QueueFilterError, filter_tasks
 from verifier.roles import ADMIN, CURATOR, REVIEWER
+from verifier.selectors import memory_view
 from verifier.services import MAX_BULK, MEMORY_BULK_ACTIONS
 from verifier.web.links import EXPORT_FORMATS
 
@@ -69,11 +70,40 @@ class RunStartForm(forms.Form):
     kind = RunKindField()
 
 
-class BulkActionForm(forms.Form):
-    """An action on the tasks ticked in the queue, or with ``matching`` on every task of the queue's view
-    (``return_query``: its filters, read as the queue reads them). The view checks the role each action needs."""
+class ViewSelectionForm(forms.Form):
+    """The rows a bulk action takes: the ticked ones, or with ``matching`` every row of the list's view
+    (``return_query``: its filters, read as the list reads them; ``in_view``), at most MAX_BULK either way."""
+
+    NOUNS = ("row", "rows")
+    matching = forms.BooleanField(required=False)
+    return_query = forms.CharField(required=False)
+
+    def in_view(self, params: QueryDict):
+        raise NotImplementedError
+
+    def taken(self, ticked):
+        singular, plural = self.NOUNS
+        if self.cleaned_data.get("matching"):
+            rows = self.in_view(QueryDict(self.cleaned_data.get("return_query", "")))
+            count = rows.count()
+            if not count:
+                raise forms.ValidationError(f"No {singular} is in this view any more.")
+            if count > MAX_BULK:
+                raise forms.ValidationError(f"This view holds {count:,} {plural}; one action takes at most {MAX_BULK:,}: "
+                                            "narrow the filters.")
+            return rows
+        if not ticked:
+            raise forms.ValidationError(f"Tick at least one {singular} first.")
+        if len(ticked) > MAX_BULK:
+            raise forms.ValidationError(f"One action takes at most {MAX_BULK:,} {plural}; {len(ticked):,} were ticked.")
+        return ticked
+
+
+class BulkActionForm(ViewSelectionForm):
+    """An action on the tasks of the queue (ViewSelectionForm). The view checks the role each action needs."""
 
     ACTIONS = (("run", "Run selected"), ("assign", "Assign"), ("accept", "Accept the verdicts"), ("export", "Export"))
+    NOUNS = ("task", "tasks")
 
     action = forms.ChoiceField(choices=ACTIONS)
     kind = RunKindField()
@@ -81,8 +111,6 @@ class BulkActionForm(forms.Form):
         "invalid_choice": "Task %(value)s no longer exists.",
         "invalid_pk_value": "%(pk)s is not a task id.",
     })
-    matching = forms.BooleanField(required=False)
-    return_query = forms.CharField(required=False)
     assignee = forms.ModelChoiceField(assignable_users(), required=False, empty_label="nobody (unassign)")
     fmt = forms.ChoiceField(choices=[(f, f.upper()) for f in EXPORT_FORMATS], required=False, initial="json")
 
@@ -95,42 +123,40 @@ class BulkActionForm(forms.Form):
         cleaned = super().clean()
         if cleaned.get("action") == "export" and not cleaned.get("fmt"):
             self.add_error("fmt", "Choose an export format.")
-        if cleaned.get("matching"):
-            cleaned["tasks"] = self._matching(cleaned.get("return_query", ""))
-        elif not cleaned.get("tasks"):
-            raise forms.ValidationError("Tick at least one task first.")
+        if "tasks" in cleaned:
+            cleaned["tasks"] = self.taken(cleaned["tasks"])
         return cleaned
 
-    def _matching(self, query: str):
+    def in_view(self, params):
         try:
-            tasks = filter_tasks(VerificationTask.objects.all(), QueryDict(query), user=self.user)
+            return filter_tasks(VerificationTask.objects.all(), params, user=self.user)
         except QueueFilterError as exc:
             raise forms.ValidationError(f"The view's filters cannot be used: {exc}") from exc
-        count = tasks.count()
-        if not count:
-            raise forms.ValidationError("No task is in this view any more.")
-        if count > MAX_BULK:
-            raise forms.ValidationError(f"This view holds {count:,} tasks; one action takes at most {MAX_BULK:,}: "
-                                        "narrow the filters.")
-        return tasks
 
 
-class MemoryBulkForm(forms.Form):
-    """Keep or retire the memories ticked in the bank list (services.review_memories)."""
+class MemoryBulkForm(ViewSelectionForm):
+    """Keep or retire memories of the bank list (ViewSelectionForm; services.review_memories)."""
+
+    NOUNS = ("entry", "entries")
 
     action = forms.ChoiceField(choices=list(MEMORY_BULK_ACTIONS.items()))
-    entries = forms.ModelMultipleChoiceField(MemoryEntry.objects.order_by("pk"), error_messages={
-        "required": "Tick at least one entry.",
+    entries = forms.ModelMultipleChoiceField(MemoryEntry.objects.order_by("pk"), required=False, error_messages={
         "invalid_choice": "Memory %(value)s no longer exists.",
         "invalid_pk_value": "%(pk)s is not a memory id.",
     })
     reason = forms.CharField(required=False)
 
-    def clean_entries(self):
-        entries = self.cleaned_data["entries"]
-        if len(entries) > MAX_BULK:
-            raise forms.ValidationError(f"One action takes at most {MAX_BULK:,} entries; {len(entries):,} were ticked.")
-        return entries
+    def clean(self):
+        cleaned = super().clean()
+        if "entries" in cleaned:
+            cleaned["entries"] = self.taken(cleaned["entries"])
+        return cleaned
+
+    def in_view(self, params):
+        view = memory_view(params)
+        if view.mode == "similar":
+            raise forms.ValidationError("A similarity search ranks the whole bank: tick the entries to act on instead.")
+        return view.entries
 
 
 class MemoryReviewForm(forms.Form):

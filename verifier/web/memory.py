@@ -19,7 +19,7 @@ from verifier import services
 from verifier.memory import bank
 from verifier.models import MemoryEntry, Run, RunMemory, Verdict
 from verifier.roles import REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import memory_entries
+from verifier.selectors import memory_view
 from verifier.web.forms import MemoryBulkForm, MemoryReviewForm, PromoteForm
 from verifier.web.links import run_url, task_url
 
@@ -34,17 +34,9 @@ CLOSEST_SHOWN = 3
 @require_GET
 @role_required(VIEWER)
 def memory_list(request: HttpRequest) -> HttpResponse:
-    status = request.GET.get("status", "active")
-    status = status if status in dict(STATUS_TABS) else "active"
-    mode = request.GET.get("mode", "text")
-    mode = mode if mode in dict(SEARCH_MODES) else "text"
-    text = request.GET.get("q", "").strip()
-    verdict = request.GET.get("verdict", "")
-    review = request.GET.get("review", "")
-    entries = memory_entries(status="" if status == "all" else status, verdict=verdict if verdict in Verdict.values else "",
-                             relation=request.GET.get("relation", "").strip(), kg=request.GET.get("kg", "").strip(), review=review,
-                             **({"similar": text} if mode == "similar" else {"text": text}))
-    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    view = memory_view(request.GET)
+    status, mode, text = view.status, view.mode, view.text
+    page = Paginator(view.entries, PAGE_SIZE).get_page(request.GET.get("page"))
     counts = dict(MemoryEntry.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     return render(request, "verifier/memory_list.html", {
         "page": page,
@@ -63,6 +55,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         "can_review": has_role(request.user, REVIEWER),
         "bulk_actions": services.MEMORY_BULK_ACTIONS,
         "reason_chars": services.REASON_CHARS,
+        "max_bulk": services.MAX_BULK,
     })
 
 

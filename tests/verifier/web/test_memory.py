@@ -14,6 +14,7 @@ from verifier.memory import bank
 from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, RunMemory
 from verifier.models.memory import UNREVIEWED
 from verifier.web import forms
+from verifier.web import memory as memory_pages
 
 pytestmark = pytest.mark.django_db
 
@@ -206,13 +207,31 @@ def test_a_reviewer_retires_the_ticked_entries_with_one_reason_and_a_viewer_cann
     assert waiting.provenance.endswith("retired by rosa on " f"{timezone.localdate():%Y-%m-%d}: true facts the KG lacks")
     text = client.post(reverse("memory-bulk"), {**ticked, "reason": "x " * 200}, follow=True).content.decode()
     assert "Nothing changed: the reason has 399 characters" in text
-    assert "Tick at least one entry." in client.post(reverse("memory-bulk"), {"action": "keep"}, follow=True).content.decode()
+    assert "Tick at least one entry first." in client.post(reverse("memory-bulk"), {"action": "keep"}, follow=True).content.decode()
     assert "Select a valid choice. burn is not one of the available choices." in client.post(
         reverse("memory-bulk"), {"action": "burn", "entries": [entries[0].pk]}, follow=True).content.decode()
     for bad, said in (("99999999999999999999", "no longer exists"), ("x", "x is not a memory id")):
         page = client.post(reverse("memory-bulk"), {"action": "keep", "entries": [entries[0].pk, bad]}, follow=True)
         assert page.status_code == 200 and said in page.content.decode()
     assert MemoryEntry.objects.get(pk=entries[0].pk).status == "active"
+
+
+def test_a_reviewer_keeps_every_entry_of_a_view_longer_than_a_page(make_user, entries, monkeypatch):
+    monkeypatch.setattr(memory_pages, "PAGE_SIZE", 2)
+    waiting = [_awaiting(f"Person {i} educated at University {i}") for i in range(3)]
+    client = signed_in(make_user("reviewer", "rosa"))
+    listing = client.get(reverse("memory-list"), {"review": "awaiting"}).content.decode()
+    assert 'id="select-matching" hidden data-count="3"' in listing
+    similar = client.get(reverse("memory-list"), {"review": "awaiting", "mode": "similar", "q": "Person"}).content.decode()
+    assert 'id="select-matching"' not in similar  # a similarity search ranks the whole bank: no "every row" to take
+    refused = client.post(reverse("memory-bulk"), {"action": "keep", "matching": "1",
+                                                   "return_query": "mode=similar&q=Person"}, follow=True).content.decode()
+    assert "A similarity search ranks the whole bank: tick the entries to act on instead." in refused
+    page = client.post(reverse("memory-bulk"), {"action": "keep", "matching": "1", "return_query": "review=awaiting"},
+                       follow=True).content.decode()
+    assert "3 entries kept with their lessons" in page
+    assert not any(MemoryEntry.objects.get(pk=e.pk).awaits_review for e in waiting)
+    assert all(MemoryEntry.objects.get(pk=e.pk).provenance == e.provenance for e in entries)  # outside the view
 
 
 def test_a_bulk_review_takes_at_most_the_bulk_limit(make_user, entries, monkeypatch):
