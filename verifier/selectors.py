@@ -203,13 +203,31 @@ def run_pace(mode: str = "agent") -> RunPace:
     return RunPace(len(recent), median, float(sum(cost for _, _, cost in recent)) / len(recent))
 
 
+def _ahead_of(run: Run) -> QuerySet[Run]:
+    """The runs a worker takes before ``run`` (workers take runs in order; runs waiting for a structural model's
+    training are not in that line)."""
+    return Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=True).filter(
+        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk))
+
+
 def queue_position(run: Run) -> int | None:
-    """1 for the next run a worker will take, … ; None unless the run is queued for a worker (workers take runs
-    in order; runs waiting for a structural model's training are not in that line)."""
+    """1 for the next run a worker will take, … ; None unless the run is queued for a worker."""
     if run.status != Run.Status.QUEUED or run.awaiting_model_id:
         return None
-    return Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=True).filter(
-        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)).count() + 1
+    return _ahead_of(run).count() + 1
+
+
+def queue_wait(run: Run) -> str:
+    """When a worker should take a queued run ("about 4 min"; "" without a basis): the runs ahead of it and the run
+    itself, each kind at the pace of its recent runs (an evidence-only run takes a second, an investigation far longer)."""
+    if run.status != Run.Status.QUEUED or run.awaiting_model_id:
+        return ""
+    weighing = _ahead_of(run).filter(config__mode="evidence").count() + (run.config.get("mode") == "evidence")
+    others = _ahead_of(run).count() + 1 - weighing
+    paces = [(run_pace(), others), (run_pace("evidence"), weighing)]
+    if any(count and pace.median_seconds is None for pace, count in paces):
+        return ""
+    return RunPace(1, sum((pace.median_seconds or 0) * count for pace, count in paces), 0.0).duration(1)
 
 
 def awaited_training(run: Run) -> str:

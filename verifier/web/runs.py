@@ -22,7 +22,7 @@ from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import awaited_training, queue_position, run_pace
+from verifier.selectors import awaited_training, queue_position, queue_wait
 from verifier.web.forms import RUN_KINDS, RunStartForm, run_config
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
@@ -88,7 +88,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "signals": described(run.signals),
         "queue_position": position,
         "awaiting": awaited_training(run),
-        "eta": run_pace().duration(position) if position else "",
+        "eta": queue_wait(run),
         **status_context([run.task.kg_id]),
     }
 

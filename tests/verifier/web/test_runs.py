@@ -380,6 +380,11 @@ def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(ma
                        started_at=finished.started_at, finished_at=finished.started_at + timedelta(seconds=2))
     queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
     assert 'data-agent-seconds="40.0"' in queue and 'data-evidence-seconds="2.0"' in queue  # each kind its own pace
+    weighing = [Run.objects.create(task=world.task("Q42", "P17", tail), status=Run.Status.QUEUED, config={"mode": "evidence"})
+                for tail in ("Q145", "Q142")]
+    last = Run.objects.create(task=world.task("Q42", "P17", "Q350"), status=Run.Status.QUEUED)
+    assert "4th in the queue; a worker takes it in about 84 s" in client.get(reverse("run-detail", args=[weighing[1].pk])).content.decode()
+    assert "5th in the queue; a worker takes it in about 2 min" in client.get(reverse("run-detail", args=[last.pk])).content.decode()
 
 
 def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(make_user, finished):
