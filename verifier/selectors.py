@@ -271,6 +271,10 @@ def memory_entries(*, status: str = "", verdict: str = "", relation: str = "", k
     return entries.order_by("-created_at", "-id")
 
 
+MEMORY_STATUSES = ("active", "retired", "all")  # the bank list's tabs, the first the default
+MEMORY_SEARCH_MODES = ("text", "similar")  # words anywhere, or every entry ranked by similarity of meaning
+
+
 @dataclass(frozen=True)
 class MemoryView:
     """The bank's list page for its query parameters: the entries it lists and the status tab, search mode and
@@ -283,10 +287,10 @@ class MemoryView:
 
 
 def memory_view(params) -> MemoryView:
-    status = params.get("status", "active")
-    status = status if status in ("active", "retired", "all") else "active"
-    mode = params.get("mode", "text")
-    mode = mode if mode in ("text", "similar") else "text"
+    status = params.get("status", MEMORY_STATUSES[0])
+    status = status if status in MEMORY_STATUSES else MEMORY_STATUSES[0]
+    mode = params.get("mode", MEMORY_SEARCH_MODES[0])
+    mode = mode if mode in MEMORY_SEARCH_MODES else MEMORY_SEARCH_MODES[0]
     text, verdict = params.get("q", "").strip(), params.get("verdict", "")
     entries = memory_entries(status="" if status == "all" else status, verdict=verdict if verdict in Verdict.values else "",
                              relation=params.get("relation", "").strip(), kg=params.get("kg", "").strip(),

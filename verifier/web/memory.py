@@ -19,13 +19,13 @@ from verifier import services
 from verifier.memory import bank
 from verifier.models import MemoryEntry, Run, RunMemory, Verdict
 from verifier.roles import REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import memory_view
+from verifier.selectors import MEMORY_SEARCH_MODES, MEMORY_STATUSES, memory_view
 from verifier.web.forms import MemoryBulkForm, MemoryReviewForm, PromoteForm
 from verifier.web.links import run_url, task_url
 
 PAGE_SIZE = 50
-SEARCH_MODES = (("text", "Text"), ("similar", "Similar meaning"))
-STATUS_TABS = (("active", "Active"), ("retired", "Retired"), ("all", "All"))
+SEARCH_MODES = tuple(zip(MEMORY_SEARCH_MODES, ("Text", "Similar meaning"), strict=True))
+STATUS_TABS = tuple(zip(MEMORY_STATUSES, ("Active", "Retired", "All"), strict=True))
 REVIEW_FILTERS = (("awaiting", "awaiting review"), ("done", "reviewed or curated"))
 USES_SHOWN = 200
 CLOSEST_SHOWN = 3
