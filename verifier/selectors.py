@@ -222,8 +222,9 @@ def queue_wait(run: Run) -> str:
     itself, each kind at the pace of its recent runs (an evidence-only run takes a second, an investigation far longer)."""
     if run.status != Run.Status.QUEUED or run.awaiting_model_id:
         return ""
-    weighing = _ahead_of(run).filter(config__mode="evidence").count() + (run.config.get("mode") == "evidence")
-    others = _ahead_of(run).count() + 1 - weighing
+    ahead = _ahead_of(run).aggregate(n=Count("id"), weighing=Count("id", filter=Q(config__mode="evidence")))
+    weighing = ahead["weighing"] + (run.config.get("mode") == "evidence")
+    others = ahead["n"] + 1 - weighing
     paces = [(run_pace(), others), (run_pace("evidence"), weighing)]
     if any(count and pace.median_seconds is None for pace, count in paces):
         return ""
