@@ -387,13 +387,8 @@ class ExportView(APIView):
                            claim_ids=_id_list(request.query_params.get("claims", ""), "claims"))
         if not selection.records and not selection.claims:
             raise exceptions.ValidationError({"tasks": ["none of these tasks has a finished run to export"]})
-        file = exports.render(selection, fmt, base=request.build_absolute_uri("/api/"))
-        response = HttpResponse(file.content, content_type=file.content_type)
-        disposition = "inline" if request.query_params.get("inline") in ("1", "true") else "attachment"
-        response["Content-Disposition"] = f'{disposition}; filename="{file.filename}"'
-        if selection.skipped_tasks:
-            response["X-KGV-Skipped-Tasks"] = ",".join(map(str, selection.skipped_tasks))
-        return response
+        return exports.file_response(selection, fmt, base=request.build_absolute_uri("/api/"),
+                                     inline=request.query_params.get("inline") in ("1", "true"))
 
 
 class JSONErrorsMixin:

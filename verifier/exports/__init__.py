@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.http import HttpResponse
+
 from verifier.exports import prov, report, tabular
 from verifier.exports.records import Selection, SelectionError
 
@@ -61,3 +63,17 @@ def render(selection: Selection, fmt: str, *, base: str = prov.DEFAULT_BASE) -> 
     content = export_format.render(selection, base)
     data = content.encode("utf-8") if isinstance(content, str) else content
     return ExportFile(data, export_format.content_type, filename_for(selection, export_format.extension))
+
+
+
+def file_response(selection: Selection, fmt: str, *, base: str, inline: bool = False) -> HttpResponse:
+    """The selection's file as an HTTP download (``inline``: shown in the browser), naming the tasks with no finished
+    run to export in ``X-KGV-Skipped-Tasks``. Raises SelectionError when nothing is exportable."""
+    if not selection.records and not selection.claims:
+        raise SelectionError("none of these tasks has a finished run to export")
+    file = render(selection, fmt, base=base)
+    response = HttpResponse(file.content, content_type=file.content_type)
+    response["Content-Disposition"] = f'{"inline" if inline else "attachment"}; filename="{file.filename}"'
+    if selection.skipped_tasks:
+        response["X-KGV-Skipped-Tasks"] = ",".join(map(str, selection.skipped_tasks))
+    return response

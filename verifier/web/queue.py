@@ -25,7 +25,8 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from verifier import services
+from verifier import exports, services
+from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
 from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, StructuralModel, Verdict, VerificationTask
@@ -42,7 +43,7 @@ from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, has_role, role_requ
 from verifier.selectors import audit_events, run_pace, tasks_in_flight
 from verifier.uploads import save_upload, uploaded_file
 from verifier.web.forms import RUN_KINDS, BulkActionForm, TaskImportForm, assignable_users, run_config
-from verifier.web.links import EXPORT_FORMATS, export_url, run_url, task_url
+from verifier.web.links import EXPORT_FORMATS, run_url, task_url
 from verifier.web.saved_views import saved_views, view_query
 from verifier.web.structure import status_context
 
@@ -200,6 +201,17 @@ def _assign(request: HttpRequest, tasks, assignee) -> None:
     messages.success(request, f"{changed} task(s) assigned to {who}{suffix}.")
 
 
+def _export_selected(request: HttpRequest, tasks, fmt: str) -> HttpResponse:
+    """The ticked tasks' file as a download, answered to the form's POST (a URL of a thousand ids is too long for
+    some proxies); what cannot be exported is said on the queue instead."""
+    try:
+        return exports.file_response(select(task_ids=[task.pk for task in tasks]), fmt,
+                                     base=request.build_absolute_uri("/api/"))
+    except SelectionError as exc:
+        messages.error(request, f"Nothing exported: {exc}.")
+        return _back_to_queue(request)
+
+
 def _accept_selected(request: HttpRequest, tasks) -> None:
     reviews, left = services.accept_verdicts(tasks=tasks, reviewer=request.user)
     if reviews:
@@ -221,7 +233,7 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
         return _back_to_queue(request)
     action, tasks = form.cleaned_data["action"], list(form.cleaned_data["tasks"].order_by("pk"))
     if action == "export":
-        return redirect(export_url(form.cleaned_data["fmt"], [task.pk for task in tasks]))
+        return _export_selected(request, tasks, form.cleaned_data["fmt"])
     needed = REVIEWER if action == "accept" else CURATOR
     if not has_role(request.user, needed):
         raise PermissionDenied(f"{dict(BulkActionForm.ACTIONS)[action].lower()} needs the {needed} role")

@@ -3,6 +3,9 @@ triples from a file, and the audit log."""
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
 import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
@@ -12,6 +15,7 @@ from django.urls import reverse
 
 from tests.verifier.web.run_pages import RunWorld, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in, upload  # noqa: F401  (autouse fixture)
+from verifier import exports
 from verifier.models import AuditEvent, Entity, KnowledgeGraph, Relation, Review, Run, VerificationTask
 from verifier.queue_filters import filter_tasks
 from verifier.web import forms
@@ -279,7 +283,7 @@ def test_a_bulk_action_can_take_every_task_of_the_view_not_only_the_ticked_page(
     # the view's tasks without a verdict: `running` already had a run and is left alone
     assert {run.task_id for run in Run.objects.filter(created_by=queue.me)} == ids(queue.pending)
     exported = _bulk_matching(queue.client, "export", "status=verified", fmt="csv")
-    assert exported["Location"] == f"/api/export/csv/?tasks={queue.correct.pk},{queue.incorrect.pk}"
+    assert exported_task_ids(exported) == [queue.correct.pk, queue.incorrect.pk]
     _bulk_matching(signed_in(make_user("reviewer", "rex")), "accept", "confidence_min=0.85&status=verified")
     assert [r.run.task_id for r in Review.objects.filter(decision="accept", reviewer__username="rex")] == [queue.correct.pk]
 
@@ -306,11 +310,26 @@ def test_the_queue_offers_the_whole_view_only_when_it_has_more_than_a_page(queue
     assert re.search(r'id="select-matching" hidden data-count="(\d+)" data-max="1000"', page).group(1) == "30"
 
 
-def test_bulk_export_goes_to_the_export_endpoint_with_the_ticked_tasks(make_user, queue):
+def exported_task_ids(response) -> list[int]:
+    assert response.status_code == 200 and response["Content-Disposition"].startswith("attachment; filename=")
+    return [int(row["task_id"]) for row in csv.DictReader(io.StringIO(response.content.decode()))]
+
+
+def test_bulk_export_answers_the_form_with_the_ticked_tasks_file(make_user, queue):
     viewer = client_for(make_user, "viewer")
     response = _bulk(viewer, "export", [queue.correct, queue.pending], fmt="csv")
-    assert response.status_code == 302
-    assert response["Location"] == f"/api/export/csv/?tasks={queue.pending.pk},{queue.correct.pk}"
+    assert exported_task_ids(response) == [queue.correct.pk]
+    assert response["X-KGV-Skipped-Tasks"] == str(queue.pending.pk)  # no finished run to export
+
+
+def test_a_bulk_export_with_nothing_to_export_says_why_on_the_queue(make_user, queue, monkeypatch):
+    viewer = client_for(make_user, "viewer")
+    response = _bulk(viewer, "export", [queue.pending], fmt="json")
+    assert response["Location"] == reverse("queue") + "?status=pending"
+    assert "Nothing exported: none of these tasks has a finished run to export." in viewer.get(response["Location"]).content.decode()
+    monkeypatch.setitem(exports.FORMATS, "html", dataclasses.replace(exports.FORMATS["html"], max_runs=1))
+    page = viewer.get(_bulk(viewer, "export", [queue.correct, queue.incorrect], fmt="html")["Location"]).content.decode()
+    assert "Nothing exported: a html report covers at most 1 runs; export 2 runs as json, csv, ttl or jsonld." in page
 
 
 def test_a_viewer_may_export_but_not_run_or_assign(make_user, queue):
