@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Q
 from sklearn.linear_model import LogisticRegression
 
 from verifier.agent.weighing import (
@@ -144,8 +145,9 @@ def assess(run: Run, *, verdict: str, stated: float | None = None, weighed: dict
 def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tuple[Run, bool]]:
     """(run, whether its triple is true) for the weighed modes' finished runs of the named evaluations (an
     agent run with an answer; every evidence- or reading-mode run, whose features need no answer) and, with ``reviews``,
-    every agent run a reviewer settled as Correct or Incorrect (its latest verdict). Runs of a test-split benchmark
-    are held out: naming such an evaluation is a ValueError, and reviews of its runs are skipped."""
+    every weighed run (an investigation or the evidence weighed only) a reviewer settled as Correct or Incorrect (their
+    latest verdict). Runs of a test-split benchmark are held out: naming such an evaluation is a ValueError, and
+    reviews of its runs are skipped."""
 
     held_out = sorted(Evaluation.objects.filter(name__in=list(evaluations), benchmark__in=HELD_OUT_BENCHMARKS)
                       .values_list("name", flat=True))
@@ -168,7 +170,7 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
         for review in settled:
             latest.setdefault(review.run_id, review)
         for run_id, review in latest.items():
-            if review.run.config.get("mode", "agent") == "agent" and run_id not in found:
+            if review.run.config.get("mode", "agent") in WEIGHED_MODES and run_id not in found:
                 found[run_id] = (review.run, review.verdict == "correct")
     pairs = list(found.values())
     return [(run, label) for run, label in pairs if kg is None or run.task.kg_id == kg.pk]
@@ -181,9 +183,10 @@ class Fit:
     cross_validated: dict
 
 
-def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
-    """Fit, store and activate a confidence model on labelled runs; their triples are recorded as fitted
-    (an evaluation never draws them again). Cross-validated accuracy and ECE are reported.
+def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "", activate: bool = True) -> Fit:
+    """Fit, store and (``activate``) put in force a confidence model on labelled runs; their triples are recorded
+    as fitted (an evaluation never draws them again). Cross-validated accuracy and ECE are reported. A model
+    not put in force is a candidate, to compare with the one in force and ``activate`` later.
 
     Beside its own out-of-fold accuracy it reports the structural probability's alone on the same runs: a
     weighing that does not beat it adds nothing the plausibility did not already say.
@@ -235,8 +238,9 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "") -> Fit:
         model = ConfidenceModel.objects.create(
             kg=kg, features=FEATURES, coefficients=[round(float(c), 6) for c in final.coef_[0]],
             intercept=round(float(final.intercept_[0]), 6), source=source[:500], folds=folds, fitted=fitted,
-            metrics={"n": len(pairs), "positives": int(y.sum()), "cross_validated": cross_validated})
-        put_in_force(model)
+            metrics={"n": len(pairs), "positives": int(y.sum()), "cross_validated": cross_validated}, active=False)
+        if activate:
+            put_in_force(model)
         record_fitted(model)
     return Fit(model, len(pairs), cross_validated)
 
@@ -275,14 +279,18 @@ def record_fitted(model: ConfidenceModel) -> int:
     return len(rows)
 
 
+def weighed_runs(runs):
+    """The finished runs among ``runs`` whose verdict a confidence model weighs: a verdict of an investigation,
+    or of the evidence weighed (with or without the article read)."""
+    weighed = Q(config__mode__in=WEIGHED_MODES) | ~Q(config__has_key="mode")
+    return runs.filter(weighed, status=Run.Status.SUCCEEDED, verdict__in=["correct", "incorrect"])
+
+
 def reassess(runs) -> int:
     """Recompute the confidence and P(true) of finished weighed runs (agent, evidence) under the weights now in force (after a
     new fit). Verdicts are left as they were given: a run's steps show how it was reached."""
     count = 0
-    for run in runs.filter(status=Run.Status.SUCCEEDED, verdict__in=["correct", "incorrect"]).select_related(
-            "task__kg", "task__head", "task__relation", "task__tail"):
-        if run.config.get("mode", "agent") not in WEIGHED_MODES:
-            continue
+    for run in weighed_runs(runs).select_related("task__kg", "task__head", "task__relation", "task__tail"):
         model = active_model(run.task.kg_id)
         if model is None:
             continue
@@ -351,6 +359,14 @@ def put_in_force(model: ConfidenceModel, *, fallback: bool = False) -> None:
     if not model.active:
         model.active = True
         model.save(update_fields=["active"])
+
+
+def stand_down(model: ConfidenceModel) -> None:
+    """Take a KG's own model out of force: the model for every KG, if one is in force, weighs its runs again."""
+    if model.kg_id is None:
+        raise ValueError(f"confidence model #{model.pk} is the one for every KG: put another in force instead")
+    ConfidenceModel.objects.filter(pk=model.pk).update(active=False)
+    model.active = False
 
 
 def activate(pk: int) -> ConfidenceModel:

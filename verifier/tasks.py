@@ -5,7 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from verifier.models import StructuralModel
+from verifier import confidence
+from verifier.models import Run, StructuralModel
 from verifier.redelivery import redeliver_lost_runs
 from verifier.runner import execute_run, sweep_stalled_runs
 from verifier.structure.training import train
@@ -26,6 +27,12 @@ def train_structural_model(model_id: int) -> str:
     if row is None or row.status in (StructuralModel.Status.READY, StructuralModel.Status.SUPERSEDED):
         return row.status if row else "missing"
     return train(row.kg, row=row).status
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.reassess_confidence")
+def reassess_confidence(kg_id: int | None) -> int:
+    """Re-weigh the finished runs of a KG (None: of every KG) under the confidence model now in force."""
+    return confidence.reassess(Run.objects.filter(task__kg_id=kg_id) if kg_id else Run.objects.all())
 
 
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)

@@ -183,6 +183,20 @@ def evaluation_markdown(evaluation: Evaluation) -> str:
     return "\n".join(lines + calibration_markdown(figures))
 
 
+def calibration_rows(calibration: dict | None) -> dict | None:
+    """``metrics.calibration``'s figures as the workbench's tables show them; None when no run had a confidence."""
+    if not calibration:
+        return None
+    return {"n": calibration["n"], "ece": fmt(calibration["ece"], "ratio"),
+            "mean_confidence": fmt(calibration.get("mean_confidence"), "ratio"),
+            "bins": [{"range": f"{b['low']:.1f}–{b['high']:.1f}", "n": b["n"], "confidence": fmt(b["confidence"], "ratio"),
+                      "accuracy": fmt(b["accuracy"])} for b in calibration["bins"]],
+            "selective": [{"threshold": f"{r['threshold']:.2f}", "n": r["n"], "coverage": fmt(r["coverage"]),
+                           "accuracy": fmt(r["accuracy"]) if r["n"] else "–",
+                           "interval": f"{fmt(r['low'])}–{fmt(r['high'])}" if r["n"] else "–"}
+                          for r in calibration.get("selective") or []]}
+
+
 def calibration_markdown(figures: dict) -> list[str]:
     """The reliability diagram as a table: per confidence bin, how many verdicts, their mean confidence and
     how many were right; with the expected calibration error (ECE)."""

@@ -42,24 +42,9 @@ def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "headline": headline, "confusion": confusion, "answer_names": list(charts.ANSWER_NAMES.values()),
         "relations": [{**r, "pct": reports.fmt(r["accuracy"])} for r in figures["per_relation"]],
         "tools": [{"tool": t, "calls": u["calls"], "pct": reports.fmt(u["share"])} for t, u in figures["efficiency"]["tool_usage"].items()],
-        "calibration": _calibration(figures),
+        "calibration": reports.calibration_rows(figures.get("calibration")),
         "page": page, "others": Evaluation.objects.exclude(pk=pk).order_by("-created_at")[:200],
     })
-
-
-def _calibration(figures: dict) -> dict | None:
-    """The reliability diagram's bins as the page's table shows them; None when no run had a confidence."""
-    calibration = figures.get("calibration")
-    if not calibration:
-        return None
-    return {"n": calibration["n"], "ece": reports.fmt(calibration["ece"], "ratio"),
-            "mean_confidence": reports.fmt(calibration.get("mean_confidence"), "ratio"),
-            "bins": [{"range": f"{b['low']:.1f}–{b['high']:.1f}", "n": b["n"], "confidence": reports.fmt(b["confidence"], "ratio"),
-                      "accuracy": reports.fmt(b["accuracy"])} for b in calibration["bins"]],
-            "selective": [{"threshold": f"{r['threshold']:.2f}", "n": r["n"], "coverage": reports.fmt(r["coverage"]),
-                           "accuracy": reports.fmt(r["accuracy"]) if r["n"] else "–",
-                           "interval": f"{reports.fmt(r['low'])}–{reports.fmt(r['high'])}" if r["n"] else "–"}
-                          for r in calibration.get("selective") or []]}
 
 
 @role_required(VIEWER)

@@ -12,10 +12,11 @@ from django.urls import reverse
 from tests.http_fixtures import refused_url
 from tests.verifier.web.run_pages import make_finished_run, make_world
 from tests.verifier.web.workbench import RANK, client_for, fast_password_hashing, is_login_redirect, signed_in, upload  # noqa: F401  (autouse fixture)
+from verifier.agent.weighing import FEATURES
 from verifier.memory import bank
-from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, SavedView, VerificationTask, Webhook
+from verifier.models import AuditEvent, ConfidenceModel, Evaluation, MemoryEntry, Review, Run, SavedView, VerificationTask, Webhook
 from verifier.roles import ROLES
-from verifier.web import entities, evaluations, memory, queue, reviewers, saved_views, structure, webhooks
+from verifier.web import confidence, entities, evaluations, memory, queue, reviewers, saved_views, structure, webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +29,7 @@ class Endpoint:
     role: str  # the lowest role allowed
     data: Callable[[dict], dict] = field(default=lambda rows: {})
     label: str = ""
+    writes: bool = True  # a POST that changes something, and so leaves an audit event
 
     def __str__(self) -> str:
         return self.label or self.name
@@ -39,7 +41,7 @@ ENDPOINTS = [
     Endpoint("queue-status", "get", lambda rows: reverse("queue-status") + f"?tasks={rows['task'].pk}", "viewer"),
     Endpoint("structure-status", "get", lambda rows: reverse("structure-status") + f"?kg={rows['kg'].pk}", "viewer"),
     Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "viewer", label="bulk export",
-             data=lambda rows: {"action": "export", "fmt": "json", "tasks": [rows["run"].task_id]}),
+             data=lambda rows: {"action": "export", "fmt": "json", "tasks": [rows["run"].task_id]}, writes=False),
     Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "curator", label="bulk run",
              data=lambda rows: {"action": "run", "tasks": [rows["task"].pk]}),
     Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "curator", label="bulk assign",
@@ -59,6 +61,12 @@ ENDPOINTS = [
     Endpoint("saved-view-delete", "post", lambda rows: reverse("saved-view-delete", args=[_view_of_the_signed_in_user().pk]),
              "viewer"),
     Endpoint("reviewers", "get", lambda rows: reverse("reviewers"), "viewer"),
+    Endpoint("confidence", "get", lambda rows: reverse("confidence"), "viewer"),
+    Endpoint("confidence-reliability", "get", lambda rows: reverse("confidence-reliability", args=[rows["kg"].pk]), "viewer"),
+    Endpoint("confidence-refit", "post", lambda rows: reverse("confidence-refit", args=[rows["kg"].pk]), "admin",
+             label="refit on too few reviews", writes=False),
+    Endpoint("confidence-activate", "post", lambda rows: reverse("confidence-activate", args=[rows["candidate"].pk]), "admin"),
+    Endpoint("confidence-stand-down", "post", lambda rows: reverse("confidence-stand-down", args=[rows["in_force"].pk]), "admin"),
     Endpoint("entity-lookup", "get", lambda rows: reverse("entity-lookup") + "?q=Douglas", "viewer"),
     Endpoint("memory-list", "get", lambda rows: reverse("memory-list") + "?q=Douglas&mode=similar", "viewer"),
     Endpoint("memory-detail", "get", lambda rows: reverse("memory-detail", args=[rows["entry"].pk]), "viewer"),
@@ -98,13 +106,17 @@ def rows(make_user) -> dict:
     world = make_world()
     run = make_finished_run(world)
     Review.objects.create(run=run, reviewer=make_user("reviewer", "rosa"), decision="accept", verdict="correct")  # promotable
+    Run.objects.filter(pk=run.pk).update(confidence=0.9)  # a reviewed verdict with a confidence: the reliability chart
+    weights = {"features": FEATURES, "coefficients": [0.0] * len(FEATURES), "intercept": 0.0}
     entry = bank.add_entry(triple_text="Douglas Adams country of citizenship United Kingdom", trajectory="Thought: …",
                            verdict="correct")
     evaluation = Evaluation.objects.create(name="access-codex", suite="access", kg=world.kg, benchmark="codex-s",
                                            sample_size=2)
     return {"kg": world.kg, "task": world.task("Q145", "P17", "Q142"), "run": run, "entry": entry,
             "curator": make_user("curator", "assignable"), "evaluation": evaluation,
-            "webhook": Webhook.objects.create(url=refused_url() + "/hook")}  # a test delivery fails fast
+            "webhook": Webhook.objects.create(url=refused_url() + "/hook"),  # a test delivery fails fast
+            "in_force": ConfidenceModel.objects.create(kg=world.kg, source="in force", **weights),
+            "candidate": ConfidenceModel.objects.create(kg=world.kg, source="candidate", active=False, **weights)}
 
 
 def _state() -> tuple:
@@ -118,7 +130,7 @@ def _state() -> tuple:
 def test_every_page_url_is_in_the_matrix():
     names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns,
                                           *saved_views.urlpatterns, *entities.urlpatterns,
-                                          *reviewers.urlpatterns]}
+                                          *reviewers.urlpatterns, *confidence.urlpatterns]}
     names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 
@@ -141,7 +153,7 @@ def test_each_page_admits_exactly_the_roles_it_needs(make_user, rows, endpoint, 
         answers_a_page = endpoint.method == "get" or endpoint.label == "bulk export"  # the file itself
         assert response.status_code == (200 if answers_a_page else 302), response.content.decode()[:1500]
         assert not is_login_redirect(response)
-        if endpoint.method == "post" and endpoint.label != "bulk export":
+        if endpoint.method == "post" and endpoint.writes:
             assert AuditEvent.objects.count() > before[0], "every write leaves an audit event"
 
 

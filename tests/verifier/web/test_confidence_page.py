@@ -1,0 +1,141 @@
+"""The confidence page: the model in force per KG, its verdicts against reviewers' decisions, and (admins) a model
+fitted on those decisions, put in force with the KG's runs re-weighed by the real worker."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+
+import pytest
+from django.urls import reverse
+
+from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
+from tests.workers import wait_for
+from verifier import confidence
+from verifier.agent.weighing import FEATURES
+from verifier.models import AuditEvent, ConfidenceModel, Review, Run, SupportItem, VerificationTask
+
+
+def across_kgs_model() -> ConfidenceModel:
+    """The model for every KG in force, as the shipped one is: the verdict follows the structural probability."""
+    coefficients = [1.0 if name == "structural_logit" else 0.0 for name in FEATURES]
+    return ConfidenceModel.objects.create(features=FEATURES, coefficients=coefficients, intercept=0.0, source="shipped",
+                                          metrics={"n": 1000, "cross_validated": {"folds": 5, "combined_accuracy": 0.832,
+                                                                                  "ece": 0.021, "structural_accuracy": 0.82}})
+
+
+def reviewed_runs(kg, reviewer, n: int = 40) -> list[tuple[Run, bool]]:
+    """``n`` finished runs, half of them weighed evidence-only runs: each verdict follows a noisy structural
+    probability, and the reviewer settles each triple as it truly is (accepting or overriding the verdict)."""
+    rng = random.Random(1)
+    entities, relations = list(kg.entities.all()), list(kg.relations.all())
+    triples = [(h, r, t) for h, r, t in itertools.product(entities, relations, entities) if h != t][:n]
+    made = []
+    for position, (head, relation, tail) in enumerate(triples):
+        label = position % 2 == 0
+        probability = min(0.99, max(0.01, (0.72 if label else 0.32) + rng.uniform(-0.3, 0.3)))
+        verdict = "correct" if probability >= 0.5 else "incorrect"
+        task = VerificationTask.objects.create(kg=kg, head=head, relation=relation, tail=tail)
+        run = Run.objects.create(task=task, status=Run.Status.SUCCEEDED, verdict=verdict,
+                                 confidence=probability if verdict == "correct" else 1 - probability,
+                                 config={"mode": "evidence"} if position % 4 < 2 else {"profile": "compact"},
+                                 assessment={"agent_verdict": verdict if position % 4 >= 2 else ""})
+        SupportItem.objects.create(run=run, key="E1", kind=SupportItem.Kind.PLAUSIBILITY, text="plausibility",
+                                   payload={"probability": probability, "model": None})
+        truth = "correct" if label else "incorrect"
+        Review.objects.create(run=run, reviewer=reviewer, verdict=truth,
+                              decision=Review.Decision.ACCEPT if truth == verdict else Review.Decision.OVERRIDE)
+        made.append((run, label))
+    return made
+
+
+@pytest.fixture
+def reviewed(world_kg, make_user):
+    model = across_kgs_model()
+    runs = reviewed_runs(world_kg, make_user("reviewer", "rita"))
+    return world_kg, model, runs
+
+
+def test_reviews_of_evidence_only_runs_label_them_for_a_refit(reviewed):
+    kg, _, runs = reviewed
+    labelled = confidence.labelled_runs(reviews=True, kg=kg)
+    assert len(labelled) == 40
+    assert sum(run.config.get("mode") == "evidence" for run, _ in labelled) == 20
+
+
+@pytest.mark.django_db
+def test_the_page_shows_the_model_in_force_and_how_its_verdicts_fared_with_the_reviewers(reviewed, make_user):
+    kg, model, runs = reviewed
+    kept = sum(run.verdict == ("correct" if label else "incorrect") for run, label in runs)
+    client = client_for(make_user, "viewer")
+    page = client.get(reverse("confidence")).content.decode()
+    section = page.split(f'id="kg-{kg.pk}"')[1]
+    assert f"Confidence model <strong>#{model.pk}</strong> (for every KG without a model of its own)" in section
+    assert "right <strong>83.2%</strong> of the time at ECE\n    0.021; the structural probability alone 82.0%" in section
+    assert f"Reviewers decided Correct or Incorrect on <strong>40</strong>\n    runs of this KG and kept the verdict of {kept}:" in section
+    bins = re.search(rf'id="kg-{kg.pk}-reliability-bins">(.*?)</table>', section, re.S).group(1)
+    assert sum(int(n) for n in re.findall(r'<td class="num">(\d+)</td><td class="num">0\.\d+</td>', bins)) == 40
+    assert "Fit a model on" not in section and "None yet: an admin fits one" in section  # a viewer cannot refit
+    # every run was weighed with no model recorded: none is this model's yet
+    assert "40 finished runs of this KG\n    were weighed by another confidence model" in section
+    chart = client.get(reverse("confidence-reliability", args=[kg.pk]))
+    assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml" and b"<svg" in chart.content
+
+
+@pytest.mark.django_db
+def test_a_kg_with_too_few_reviews_says_how_many_a_refit_needs(world_kg, make_user):
+    across_kgs_model()
+    reviewed_runs(world_kg, make_user("reviewer"), n=12)
+    admin = client_for(make_user, "admin")
+    section = admin.get(reverse("confidence")).content.decode().split(f'id="kg-{world_kg.pk}"')[1]
+    assert "A refit needs at least 20 reviewed runs of this KG; 12 so far." in section
+    response = admin.post(reverse("confidence-refit", args=[world_kg.pk]))
+    page = admin.get(response["Location"]).content.decode()
+    assert "No model fitted: A refit needs at least 20 reviewed runs of this KG; 12 so far." in page
+    assert ConfidenceModel.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_admin_fits_a_candidate_on_the_reviews_which_leaves_the_model_in_force(reviewed, make_user):
+    kg, model, _ = reviewed
+    admin = make_user("admin", "ada")
+    client = signed_in(admin)
+    assert client_for(make_user, "reviewer").post(reverse("confidence-refit", args=[kg.pk])).status_code == 403
+    response = client.post(reverse("confidence-refit", args=[kg.pk]))
+    assert response["Location"] == reverse("confidence") + f"#kg-{kg.pk}"
+    candidate = ConfidenceModel.objects.get(kg=kg)
+    assert not candidate.active and confidence.active_model(kg.pk) == model
+    assert candidate.metrics["n"] == 40 and candidate.source == f"40 reviewed runs of {kg.name}"
+    cv = candidate.metrics["cross_validated"]
+    page = client.get(response["Location"]).content.decode()
+    assert (f"Confidence model #{candidate.pk} fitted on 40 reviewed runs of {kg.name}; not in force yet. Out of fold its "
+            f"weighing agrees with the reviewers {cv['combined_accuracy']:.1%}") in page
+    row = re.search(rf'<tr data-model="{candidate.pk}">(.*?)</tr>', page, re.S).group(1)
+    assert f'<td class="num">{cv["combined_accuracy"] * 100:.1f}</td>' in row and "Put in force" in row
+    event = AuditEvent.objects.get(action="confidence.fit")
+    assert event.actor == admin and event.object_id == str(candidate.pk) and event.after["n"] == 40
+
+
+@pytest.mark.django_db(transaction=True)
+def test_putting_a_candidate_in_force_reweighs_the_kgs_runs_and_standing_it_down_goes_back(reviewed, make_user,
+                                                                                          celery_worker_process):
+    kg, model, runs = reviewed
+    admin = signed_in(make_user("admin"))
+    admin.post(reverse("confidence-refit", args=[kg.pk]))
+    candidate = ConfidenceModel.objects.get(kg=kg)
+    response = admin.post(reverse("confidence-activate", args=[candidate.pk]))
+    assert f"Confidence model #{candidate.pk} is in force for {kg.name}" in admin.get(response["Location"]).content.decode()
+    assert confidence.active_model(kg.pk) == candidate and confidence.active_model(None) == model
+
+    def weighed_by(pk):
+        return Run.objects.filter(pk__in=[run.pk for run, _ in runs], assessment__confidence_model=pk).count() == len(runs)
+
+    wait_for(lambda: weighed_by(candidate.pk), what="the worker re-weighing the KG's runs with the candidate")
+    page = admin.get(reverse("confidence")).content.decode().split(f'id="kg-{kg.pk}"')[1]
+    assert f"Confidence model <strong>#{candidate.pk}</strong> (for {kg.name})" in page and "weighed by another" not in page
+    admin.post(reverse("confidence-stand-down", args=[candidate.pk]))
+    assert confidence.active_model(kg.pk) == model
+    wait_for(lambda: weighed_by(model.pk), what="the worker re-weighing the KG's runs with the model for every KG")
+    assert [e.action for e in AuditEvent.objects.filter(object_type="verifier.confidencemodel").order_by("pk")] == [
+        "confidence.fit", "confidence.activate", "confidence.stand_down"]
