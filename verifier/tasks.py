@@ -37,10 +37,13 @@ def reassess_confidence(kg_id: int | None) -> int:
 
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)
 def sweep_stalled() -> int:
-    """Fail runs whose worker stopped heartbeating, and send again the lost message of runs queued with none
-    in the broker (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
+    """Fail runs whose worker stopped heartbeating, send again the lost message of runs queued with none in the
+    broker, and mark interrupted the evaluations whose driver is gone (scheduled by Celery beat; see
+    CELERY_BEAT_SCHEDULE)."""
 
-    return len(sweep_stalled_runs()) + len(redeliver_lost_runs())
+    from verifier.evaluation.runner import sweep_abandoned  # it imports the services, which import this module
+
+    return len(sweep_stalled_runs()) + len(redeliver_lost_runs()) + len(sweep_abandoned())
 
 
 @shared_task(name="verifier.deliver_webhook", ignore_result=True)

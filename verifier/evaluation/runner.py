@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import slugify
 from tqdm import tqdm
@@ -43,6 +43,7 @@ from verifier.services import cancel_run, record_audit, start_run
 from verifier.structure.training import retrain_if_learnt
 
 HEARTBEAT_STALE = timedelta(seconds=10)
+ABANDONED_SECONDS = 300  # a driver beats every second: this long silent, it is gone
 RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
 QUICK_POLL = 0.05  # seconds: the driver's next look after a round in which runs ended or started
 SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
@@ -287,6 +288,18 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
     finally:
         bar.close()
     return finish(evaluation, session_started)
+
+
+def sweep_abandoned() -> list[int]:
+    """Mark interrupted every evaluation said to be running whose driver stopped heartbeating (killed with no chance
+    to say so, or lost with its machine), so none shows "running" while nobody drives it; ``--resume`` takes it on.
+    Its runs are left to the workers and to the runs' own sweep. Returns the ids marked. Celery beat calls it with
+    the runs' sweep."""
+    cutoff = timezone.now() - timedelta(seconds=ABANDONED_SECONDS)
+    abandoned = Q(status=Evaluation.Status.RUNNING) & (Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+    marked = list(Evaluation.objects.filter(abandoned).values_list("pk", flat=True))
+    Evaluation.objects.filter(abandoned, pk__in=marked).update(status=Evaluation.Status.INTERRUPTED, heartbeat_at=None)
+    return marked
 
 
 def _record_session(evaluation: Evaluation, started: float, status: str) -> None:

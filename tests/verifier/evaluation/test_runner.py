@@ -160,3 +160,24 @@ def test_a_triple_another_evaluation_is_verifying_waits_for_that_run(dataset, wo
     assert state.in_flight == 0 and not second.items.exclude(run=None).exists()
     Run.objects.filter(evaluation_items__evaluation=first).update(status=Run.Status.SUCCEEDED, verdict="correct")
     assert step(second, Counter(), concurrency=4).in_flight == 4
+
+
+def test_an_evaluation_whose_driver_went_silent_is_marked_interrupted_with_how_to_resume(world_kg, make_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.verifier.web.workbench import client_for
+    from verifier.evaluation.runner import ABANDONED_SECONDS
+    from verifier.tasks import sweep_stalled
+
+    now = timezone.now()
+    made = {name: Evaluation.objects.create(name=name, kg=world_kg, benchmark="codex-s", sample_size=2,
+                                            status=Evaluation.Status.RUNNING, heartbeat_at=beat)
+            for name, beat in (("killed", now - timedelta(seconds=ABANDONED_SECONDS + 5)), ("alive", now - timedelta(seconds=2)),
+                               ("never-beat", None))}
+    assert sweep_stalled() == 2  # the beat's sweep: no run is stalled, two evaluations lost their driver
+    status = dict(Evaluation.objects.values_list("name", "status"))
+    assert status == {"killed": "interrupted", "alive": "running", "never-beat": "interrupted"}
+    page = client_for(make_user, "viewer").get(f"/evaluations/{made['killed'].pk}/").content.decode()
+    assert "Interrupted" in page and "<code>manage.py evaluate --resume killed</code> verifies the rest" in page

@@ -72,7 +72,8 @@ def test_the_page_shows_the_model_in_force_and_how_its_verdicts_fared_with_the_r
     page = client.get(reverse("confidence")).content.decode()
     section = page.split(f'id="kg-{kg.pk}"')[1]
     assert f"Confidence model <strong>#{model.pk}</strong> (for every KG without a model of its own)" in section
-    assert "right <strong>83.2%</strong> of the time at ECE\n    0.021; the structural probability alone 82.0% on the\n    same runs." in section
+    assert ("right <strong>83.2%</strong> of the time at ECE\n    0.021; the structural probability alone 82.0% on the\n"
+            "    same runs.") in section
     assert f"Reviewers decided Correct or Incorrect on <strong>40</strong>\n    runs of this KG and kept the verdict of {kept}:" in section
     bins = re.search(rf'id="kg-{kg.pk}-reliability-bins">(.*?)</table>', section, re.S).group(1)
     assert sum(int(n) for n in re.findall(r'<td class="num">(\d+)</td><td class="num">0\.\d+</td>', bins)) == 40
