@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from verifier import webhooks
@@ -53,6 +54,7 @@ class TaskImportReport:
     lines: int
     skipped: list = field(default_factory=list)  # the bad rows (kg.sources.Problem) left out by skip_invalid
     learnt: int = 0  # triples the ready structural model was trained with: their runs wait for a model without them
+    task_ids: list[int] = field(default_factory=list)  # the tasks queued now (new, or moved from an evaluation)
 
 
 def import_flagged_triples(*, kg: KnowledgeGraph, path: Path, actor=None, skip_invalid: bool = False) -> TaskImportReport:
@@ -93,8 +95,8 @@ def queue_validation_sample(*, kg: KnowledgeGraph, n: int, seed: int = 0, actor=
     return report
 
 
-def _adopt_evaluation_tasks(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> int:
-    """Move the evaluation-created tasks of these triples into the work queue (their evaluations keep them)."""
+def _adopt_evaluation_tasks(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> list[int]:
+    """Move the evaluation-created tasks of these triples into the work queue (their evaluations keep them); their ids."""
     source_of = {(t.head_id, t.relation_id, t.tail_id): t.source for t in tasks}
     adopted = []
     for task in (VerificationTask.objects.filter(kg=kg, source__startswith=EVALUATION_SOURCE_PREFIX,
@@ -104,20 +106,22 @@ def _adopt_evaluation_tasks(kg: KnowledgeGraph, tasks: list[VerificationTask]) -
             task.source = source
             adopted.append(task)
     VerificationTask.objects.bulk_update(adopted, ["source"], batch_size=1000)
-    return len(adopted)
+    return [task.pk for task in adopted]
 
 
 def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: dict) -> TaskImportReport:
     """Put the tasks' triples in the work queue and record the import. A triple already queued keeps its task;
     one whose task an evaluation created joins the work queue under the new source (counted as queued now)."""
     with transaction.atomic():
-        before = VerificationTask.objects.filter(kg=kg).count()
+        newest = VerificationTask.objects.aggregate(newest=Max("pk"))["newest"] or 0
         VerificationTask.objects.bulk_create(tasks, ignore_conflicts=True, batch_size=5000)
-        created = VerificationTask.objects.filter(kg=kg).count() - before
-        created += _adopt_evaluation_tasks(kg, tasks)
+        queued = list(VerificationTask.objects.filter(kg=kg, pk__gt=newest, source__in={t.source for t in tasks})
+                      .values_list("pk", flat=True))  # the triples not already queued: bulk_create skipped the others
+        queued += _adopt_evaluation_tasks(kg, tasks)
         learnt = retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks])
-        record_audit(actor=actor, action="tasks.import", obj=kg, after={**audit, "created": created})
-    return TaskImportReport(created=created, already_queued=len(tasks) - created, lines=len(tasks), learnt=learnt)
+        record_audit(actor=actor, action="tasks.import", obj=kg, after={**audit, "created": len(queued)})
+    return TaskImportReport(created=len(queued), already_queued=len(tasks) - len(queued), lines=len(tasks), learnt=learnt,
+                            task_ids=queued)
 
 
 MAX_BULK = 1000  # the most tasks or memories one bulk action takes (the queue's, the bank's, the API's)

@@ -28,11 +28,21 @@ def assignable_users():
             .filter(Q(is_superuser=True) | Q(groups__name__in=[CURATOR, REVIEWER, ADMIN])).distinct().order_by("username"))
 
 
+# What a curator starts from the workbench: an investigation by the configured agent, or its evidence brief weighed
+# by the confidence model in force with no language model asked (AgentConfig mode "evidence"): a verdict and its
+# confidence in about a second, without the plan, the steps and the reading — a first pass over a large import.
+RUN_KINDS = (("agent", "Investigate"), ("evidence", "Weigh the evidence only"))
+
+
 class TaskImportForm(forms.Form):
     kg = forms.ModelChoiceField(KnowledgeGraph.objects.order_by("name"), label="Knowledge graph",
                                 empty_label=None, help_text="Terms are resolved against this graph.")
     file = forms.FileField(label="Flagged triples",
                            help_text="CSV or TSV: head, relation, tail and optionally label (true/false); a header row is optional.")
+    then = forms.ChoiceField(label="Then", required=False, initial="", choices=[("", "Leave them pending"), *RUN_KINDS],
+                             help_text=f"Start a run of each triple queued now (at most {MAX_BULK:,}; the queue's bulk run "
+                                       "takes the rest): weighing the evidence gives every row a verdict and a confidence in about a "
+                                       "second each, to sort by before investigating.")
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -43,12 +53,6 @@ class TaskImportForm(forms.Form):
             megabytes = settings.KGV_MAX_UPLOAD_BYTES // (1024 * 1024)
             raise forms.ValidationError(f"The file is larger than {megabytes} MB; use manage.py import_tasks.")
         return upload
-
-
-# What a curator starts from the workbench: an investigation by the configured agent, or its evidence brief weighed
-# by the confidence model in force with no language model asked (AgentConfig mode "evidence"): a verdict and its
-# confidence in about a second, without the plan, the steps and the reading — a first pass over a large import.
-RUN_KINDS = (("agent", "Investigate"), ("evidence", "Weigh the evidence only"))
 
 
 class RunKindField(forms.ChoiceField):

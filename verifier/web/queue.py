@@ -269,7 +269,8 @@ def _keep_for_confirmation(request: HttpRequest, form: TaskImportForm) -> Path:
     token = secrets.token_hex(16)
     (root / token).mkdir()
     path = save_upload(form.cleaned_data["file"], root / token)
-    request.session[PREVIEW_SESSION_KEY] = {"token": token, "kg": form.cleaned_data["kg"].pk, "name": path.name}
+    request.session[PREVIEW_SESSION_KEY] = {"token": token, "kg": form.cleaned_data["kg"].pk, "name": path.name,
+                                            "then": form.cleaned_data["then"]}
     return path
 
 
@@ -294,16 +295,28 @@ def _confirm_preview(request: HttpRequest) -> HttpResponse:
     finally:
         request.session.pop(PREVIEW_SESSION_KEY, None)
         shutil.rmtree(folder, ignore_errors=True)
-    return _imported(request, kg, report)
+    return _imported(request, kg, report, kept.get("then", ""))
 
 
-def _imported(request: HttpRequest, kg: KnowledgeGraph, report: services.TaskImportReport) -> HttpResponse:
+def _imported(request: HttpRequest, kg: KnowledgeGraph, report: services.TaskImportReport, then: str) -> HttpResponse:
     messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
                               + (f"; {report.already_queued} were already queued." if report.already_queued else ".")
                               + (f" {report.learnt} are facts the structural model was trained with: a model trained "
                                  f"without them is being made ({_training_time(kg)}; the status strip shows how far), "
                                  "and their runs wait for it." if report.learnt else ""))
+    if then:
+        _run_imported(request, report.task_ids, then)
     return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
+
+
+def _run_imported(request: HttpRequest, task_ids: list[int], kind: str) -> None:
+    """Start the run the curator chose at import (``RUN_KINDS``) on each triple queued now that has none yet (one
+    an evaluation verified keeps its run), at most MAX_BULK of them."""
+    tasks = list(VerificationTask.objects.filter(pk__in=task_ids, runs__isnull=True).order_by("pk"))
+    if len(tasks) > services.MAX_BULK:
+        messages.warning(request, f"Runs were started for the first {services.MAX_BULK:,} of the {len(tasks):,} triples; the "
+                                  "queue's bulk run (tick the page, then all of the view) starts the rest.")
+    _run_selected(request, tasks[:services.MAX_BULK], kind)
 
 
 def _training_time(kg: KnowledgeGraph) -> str:
@@ -339,6 +352,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
         context["preview_kg"] = form.cleaned_data["kg"]
         context["preview_name"] = path.name
         context["preview_token"] = request.session[PREVIEW_SESSION_KEY]["token"]
+        context["preview_then"] = form.cleaned_data["then"]
         return render(request, "verifier/queue_import.html", context)
     if request.method == "POST" and form.is_valid():
         try:
@@ -347,7 +361,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
             context["problems"] = rejected.problems
             context["rejected_name"] = form.cleaned_data["file"].name
             return render(request, "verifier/queue_import.html", context, status=400)
-        return _imported(request, form.cleaned_data["kg"], report)
+        return _imported(request, form.cleaned_data["kg"], report, form.cleaned_data["then"])
     status = 400 if request.method == "POST" else 200
     return render(request, "verifier/queue_import.html", context, status=status)
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from tests.verifier.web.run_pages import RunWorld, make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in, upload  # noqa: F401  (autouse fixture)
-from verifier import exports
+from verifier import exports, services
 from verifier.models import AuditEvent, Entity, KnowledgeGraph, Relation, Review, Run, VerificationTask
 from verifier.queue_filters import filter_tasks
 from verifier.web import forms
@@ -364,6 +364,37 @@ def test_import_queues_the_rows_of_a_file_and_says_how_many(make_user):
     assert AuditEvent.objects.get(action="tasks.import").after["created"] == 2
     again = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE)}, follow=True)
     assert "0 triple(s) queued on runs-kg from 2 row(s); 2 were already queued." in again.content.decode()
+
+
+def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monkeypatch):
+    world = make_world()
+    world.task("Q42", "P27", "Q142")  # the first row is already queued: it keeps its task and gets no run
+    client = client_for(make_user, "curator")
+    response = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE),
+                                                     "then": "evidence"}, follow=True)
+    page = response.content.decode()
+    assert "1 triple(s) queued on runs-kg from 2 row(s); 1 were already queued." in page
+    assert "1 run(s) weighing the evidence only queued" in page
+    run = Run.objects.get()
+    assert run.config == {"mode": "evidence"} and run.task.source == "flagged.csv:3"
+    monkeypatch.setattr(services, "MAX_BULK", 1)
+    more = "head,relation,tail\nQ145,P17,Q142\nQ142,P17,Q145\n"
+    page = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("more.csv", more), "then": "agent"},
+                       follow=True).content.decode()
+    assert "Runs were started for the first 1 of the 2 triples; the queue&#x27;s bulk run" in page
+    assert [r.config for r in Run.objects.filter(task__source__startswith="more.csv")] == [{}]
+
+
+def test_a_previewed_import_keeps_the_run_chosen_for_its_confirmation(make_user, settings, tmp_path):
+    settings.KGV_CACHE_DIR = tmp_path
+    world = make_world()
+    client = client_for(make_user, "curator")
+    page = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE),
+                                                 "step": "preview", "then": "evidence"}).content.decode()
+    assert "Queue 2 triples and weigh their evidence</button>" in page
+    token = re.search(r'name="confirm" value="(\w+)"', page).group(1)
+    client.post(reverse("queue-import"), {"confirm": token})
+    assert [run.config for run in Run.objects.order_by("task__source")] == [{"mode": "evidence"}] * 2
 
 
 def test_import_of_a_tsv_file(make_user):
