@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.conf import settings
 
 from verifier import confidence
-from verifier.models import Run, StructuralModel
+from verifier.models import Evaluation, Run, StructuralModel
 from verifier.redelivery import redeliver_lost_runs
 from verifier.runner import execute_run, sweep_stalled_runs
 from verifier.structure.training import train
 from verifier.webhooks import deliver, deliver_due
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.run_verification")
@@ -33,6 +37,22 @@ def train_structural_model(model_id: int) -> str:
 def reassess_confidence(kg_id: int | None) -> int:
     """Re-weigh the finished runs of a KG (None: of every KG) under the confidence model now in force."""
     return confidence.reassess(Run.objects.filter(task__kg_id=kg_id) if kg_id else Run.objects.all())
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.drive_evaluation")
+def drive_evaluation(evaluation_id: int) -> str:
+    """Drive an evaluation started or resumed from the workbench to its end: this task starts its runs, which the
+    other worker processes take, and waits for them. Re-delivery after a lost worker resumes it."""
+    from verifier.evaluation.runner import EvaluationError, drive  # it imports the services, which import this module
+
+    evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
+    if evaluation is None or evaluation.status == Evaluation.Status.FINISHED:
+        return evaluation.status if evaluation else "missing"
+    try:
+        return drive(evaluation, progress=False, log=logger.info).status
+    except EvaluationError as exc:  # stopped from the workbench, or driven by another process
+        logger.warning("evaluation %s: %s", evaluation.name, exc)
+        return "stopped"
 
 
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)

@@ -95,6 +95,13 @@ def validation_benchmark(kg_name: str) -> str | None:
     return next((spec for spec, d in DATASETS.items() if d.kg_name == kg_name and d.split == "valid"), None)
 
 
+def available_benchmarks() -> list[str]:
+    """The dataset benchmarks that can be drawn here: their KG is loaded and their files are in KGV_DATA_DIR."""
+    loaded = set(KnowledgeGraph.objects.values_list("name", flat=True))
+    return [spec for spec, dataset in DATASETS.items()
+            if dataset.kg_name in loaded and all((settings.KGV_DATA_DIR / path).is_file() for path in dataset.files())]
+
+
 def validation_dataset(kg_name: str) -> _Dataset | None:
     """The dataset entry of ``validation_benchmark``."""
     spec = validation_benchmark(kg_name)

@@ -54,6 +54,10 @@ class EvaluationError(ApplicationError):
     """The evaluation cannot be created or driven as asked; the message says why."""
 
 
+class EvaluationStopped(EvaluationError):
+    """The evaluation was stopped (the workbench's Stop) while this process drove it."""
+
+
 @dataclass(frozen=True)
 class EvaluationSpec:
     benchmark: str
@@ -273,7 +277,8 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
             if state.done == state.total:
                 break
             if time.monotonic() - beat >= 1.0:
-                Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=timezone.now())
+                if not Evaluation.objects.filter(pk=evaluation.pk, status=Evaluation.Status.RUNNING).update(heartbeat_at=timezone.now()):
+                    raise EvaluationStopped(f"evaluation {evaluation.name} was stopped; resume it to verify the rest")
                 beat = time.monotonic()
             wait = QUICK_POLL if (state.done, state.in_flight) != last else min(poll, wait * 2)
             last = (state.done, state.in_flight)
@@ -288,6 +293,13 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
     finally:
         bar.close()
     return finish(evaluation, session_started)
+
+
+def stop(evaluation: Evaluation) -> bool:
+    """Ask the process driving ``evaluation`` to stop (it sees it within a second and starts no more runs; those in
+    flight finish and count). False when it was not running."""
+    return bool(Evaluation.objects.filter(pk=evaluation.pk, status=Evaluation.Status.RUNNING)
+                .update(status=Evaluation.Status.INTERRUPTED, heartbeat_at=None))
 
 
 def sweep_abandoned() -> list[int]:

@@ -3,14 +3,21 @@ calibration of its confidences), two evaluations side by side, a suite's results
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.urls import path
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
 
-from verifier.evaluation import charts, metrics, reports
+from verifier.evaluation import charts, metrics, reports, runner
+from verifier.evaluation.datasets import BenchmarkError
 from verifier.models import Evaluation
-from verifier.roles import VIEWER, role_required
+from verifier.roles import ADMIN, VIEWER, role_required
+from verifier.services import record_audit
+from verifier.tasks import drive_evaluation
+from verifier.web.forms import EvaluationStartForm
 
 app_name = "evaluations"
 ITEMS_PER_PAGE = 200
@@ -24,7 +31,66 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
              "ece": reports.fmt(reports.value(e.metrics, "calibration.ece"), "ratio") if "n" in e.metrics else ""}
             for e in evaluations]
     suites = sorted({e.suite for e in evaluations if e.suite})
-    return render(request, "verifier/evaluations/list.html", {"rows": rows, "suites": suites, "evaluations": evaluations})
+    return render(request, "verifier/evaluations/list.html", {"rows": rows, "suites": suites, "evaluations": evaluations,
+                                                              "start_form": EvaluationStartForm()})
+
+
+@require_POST
+@role_required(ADMIN)
+def evaluation_start(request: HttpRequest) -> HttpResponse:
+    """Draw a benchmark and have the worker verify it (an evaluation of the same parameters is resumed instead)."""
+    form = EvaluationStartForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"No evaluation started: {form.fields[field].label or field}: {' '.join(errors)}")
+        return redirect(reverse("evaluations:list"))
+    try:
+        evaluation, created = runner.prepare(form.spec(), actor=request.user)
+    except (runner.EvaluationError, BenchmarkError, ValueError) as exc:
+        messages.error(request, f"No evaluation started: {exc}")
+        return redirect(reverse("evaluations:list"))
+    if not created and evaluation.status in (Evaluation.Status.FINISHED, Evaluation.Status.RUNNING):
+        messages.info(request, f"Evaluation {evaluation.name} with these parameters is {evaluation.get_status_display().lower()} "
+                               "already; here it is.")
+    else:
+        _drive(request, evaluation, "evaluation.start" if created else "evaluation.resume")
+    return redirect(reverse("evaluations:detail", args=[evaluation.pk]))
+
+
+@require_POST
+@role_required(ADMIN)
+def evaluation_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    evaluation = get_object_or_404(Evaluation, pk=pk)
+    if evaluation.status in (Evaluation.Status.CREATED, Evaluation.Status.INTERRUPTED):
+        _drive(request, evaluation, "evaluation.resume")
+    else:
+        messages.info(request, f"Evaluation {evaluation.name} is {evaluation.get_status_display().lower()}: nothing to resume.")
+    return redirect(reverse("evaluations:detail", args=[pk]))
+
+
+@require_POST
+@role_required(ADMIN)
+def evaluation_stop(request: HttpRequest, pk: int) -> HttpResponse:
+    evaluation = get_object_or_404(Evaluation, pk=pk)
+    with transaction.atomic():
+        stopped = runner.stop(evaluation)
+        if stopped:
+            record_audit(actor=request.user, action="evaluation.stop", obj=evaluation)
+    if stopped:
+        messages.success(request, f"Evaluation {evaluation.name} stops: no run is started for it any more (those under way "
+                                  "finish and count); Resume verifies the rest.")
+    else:
+        messages.info(request, f"Evaluation {evaluation.name} was not running.")
+    return redirect(reverse("evaluations:detail", args=[pk]))
+
+
+def _drive(request: HttpRequest, evaluation: Evaluation, action: str) -> None:
+    """Hand the evaluation to the worker, which starts its runs one at a time and records the figures at the end."""
+    with transaction.atomic():
+        record_audit(actor=request.user, action=action, obj=evaluation)
+        transaction.on_commit(lambda: drive_evaluation.delay(evaluation.pk))
+    messages.success(request, f"Evaluation {evaluation.name} is with the worker: {evaluation.items.count()} verification(s), "
+                              "one at a time; this page follows its progress.")
 
 
 @role_required(VIEWER)
@@ -109,6 +175,9 @@ def suite_chart(request: HttpRequest, name: str) -> HttpResponse:
 urlpatterns = [
     path("", evaluation_list, name="list"),
     path("compare/", evaluation_compare, name="compare"),
+    path("start/", evaluation_start, name="start"),
+    path("<int:pk>/resume/", evaluation_resume, name="resume"),
+    path("<int:pk>/stop/", evaluation_stop, name="stop"),
     path("suite/<str:name>/", suite_detail, name="suite"),
     path("suite/<str:name>/configurations.svg", suite_chart, name="suite-chart"),
     path("<int:pk>/", evaluation_detail, name="detail"),

@@ -11,7 +11,11 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.http import QueryDict
 
+from verifier.agent.loop import MODES
 from verifier.agent.prompts import LESSON_CHARS
+from verifier.evaluation.configs import MODE_LABELS
+from verifier.evaluation.datasets import available_benchmarks
+from verifier.evaluation.runner import EvaluationSpec
 from verifier.models import KnowledgeGraph, MemoryEntry, VerificationTask
 from verifier.queue_filters import QueueFilterError, filter_tasks
 from verifier.roles import ADMIN, CURATOR, REVIEWER
@@ -174,3 +178,29 @@ class PromoteForm(forms.Form):
                                   help_text="What is embedded: later runs retrieve this entry by similarity to it.")
     trajectory = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "true"}),
                                  help_text="Edit freely: drop dead ends, keep the reasoning that a later run should copy.")
+
+
+MAX_EVALUATION_TRIPLES = 2000
+
+
+class EvaluationStartForm(forms.Form):
+    """An evaluation started from the workbench: a dataset benchmark drawn here, one configuration, run by the worker
+    (``manage.py evaluate`` takes benchmark files, ablations, repeats and suites)."""
+
+    benchmark = forms.ChoiceField(label="Benchmark", help_text="A dataset's labelled split whose KG is loaded (a test split "
+                                                                "once its files are in the data folder).")
+    mode = forms.ChoiceField(label="Configuration", choices=[(mode, MODE_LABELS.get(mode, mode)) for mode in MODES],
+                             initial="evidence",
+                             help_text="The agent as configured, or a baseline; those without a language model take about "
+                                       "a second a triple.")
+    n = forms.IntegerField(label="Triples", min_value=2, max_value=MAX_EVALUATION_TRIPLES, initial=200,
+                           help_text="Half true, half false; with n = 100 an accuracy has about ±10 points of noise.")
+    seed = forms.IntegerField(label="Seed", min_value=0, initial=0, help_text="The same seed draws the same triples.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["benchmark"].choices = [(spec, spec) for spec in available_benchmarks()]
+
+    def spec(self) -> EvaluationSpec:
+        data = self.cleaned_data
+        return EvaluationSpec(benchmark=data["benchmark"], n=data["n"], seed=data["seed"], mode=data["mode"])

@@ -180,4 +180,4 @@ def test_an_evaluation_whose_driver_went_silent_is_marked_interrupted_with_how_t
     status = dict(Evaluation.objects.values_list("name", "status"))
     assert status == {"killed": "interrupted", "alive": "running", "never-beat": "interrupted"}
     page = client_for(make_user, "viewer").get(f"/evaluations/{made['killed'].pk}/").content.decode()
-    assert "Interrupted" in page and "<code>manage.py evaluate --resume killed</code> verifies the rest" in page
+    assert "Interrupted" in page and "Resume (or <code>manage.py evaluate --resume killed</code>) verifies the rest" in page

@@ -1,0 +1,77 @@
+"""Evaluations started from the workbench: an admin draws a dataset benchmark, the real worker drives it (its runs go
+to the worker's other threads), Stop halts it between runs, Resume verifies the rest."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
+from tests.workers import wait_for
+from verifier.models import AuditEvent, Evaluation, KnowledgeGraph, Run
+
+POSITIVES = "Q830149\tP17\tQ145\nQ350\tP131\tQ145\n"
+NEGATIVES = "Q90\tP17\tQ145\nQ25\tP131\tQ350\n"
+
+
+@pytest.fixture
+def codex_like(world_kg, settings, tmp_path):
+    """The world KG under the name of a dataset whose validation files are in the data folder."""
+    KnowledgeGraph.objects.filter(pk=world_kg.pk).update(name="codex-s")
+    triples = tmp_path / "codex-s" / "triples"
+    triples.mkdir(parents=True)
+    (triples / "valid.txt").write_text(POSITIVES)
+    (triples / "valid_negatives.txt").write_text(NEGATIVES)
+    settings.KGV_DATA_DIR = tmp_path
+    return world_kg
+
+
+@pytest.mark.django_db
+def test_the_start_form_offers_the_benchmarks_that_can_be_drawn_here_and_only_to_admins(codex_like, make_user):
+    page = client_for(make_user, "admin").get(reverse("evaluations:list")).content.decode()
+    assert '<option value="codex-s">codex-s</option>' in page and "fb15k-237" not in page
+    assert "Start an evaluation" not in client_for(make_user, "reviewer").get(reverse("evaluations:list")).content.decode()
+    assert client_for(make_user, "reviewer").post(reverse("evaluations:start"), {"benchmark": "codex-s"}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_start_the_form_refuses_says_why_and_draws_nothing(codex_like, make_user):
+    client = client_for(make_user, "admin")
+    response = client.post(reverse("evaluations:start"), {"benchmark": "fb15k-237", "mode": "kge", "n": 5000, "seed": 0})
+    page = client.get(response["Location"]).content.decode()
+    assert "No evaluation started: Benchmark: Select a valid choice. fb15k-237 is not one of the available choices." in page
+    assert "No evaluation started: Triples: Ensure this value is less than or equal to 2000." in page
+    assert not Evaluation.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_evaluation_started_in_the_browser_is_driven_by_the_worker_stopped_and_resumed(codex_like, make_user,
+                                                                                         celery_worker_process):
+    admin = make_user("admin", "ada")
+    client = signed_in(admin)
+    response = client.post(reverse("evaluations:start"), {"benchmark": "codex-s", "mode": "agent", "n": 4, "seed": 0})
+    evaluation = Evaluation.objects.get()
+    assert response["Location"] == reverse("evaluations:detail", args=[evaluation.pk])
+    page = client.get(response["Location"]).content.decode()
+    assert f"Evaluation {evaluation.name} is with the worker: 4 verification(s)" in page
+
+    def finished_runs():
+        return Run.objects.filter(evaluation_items__evaluation=evaluation, status=Run.Status.SUCCEEDED).count()
+
+    wait_for(lambda: finished_runs() >= 1, what="the worker verifying the first triple")
+    client.post(reverse("evaluations:stop", args=[evaluation.pk]))
+    wait_for(lambda: not Run.objects.filter(evaluation_items__evaluation=evaluation).in_flight().exists(),
+             what="the run under way at the stop to end")
+    stopped_at = finished_runs()
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.INTERRUPTED and stopped_at < 4  # no run was started after the stop
+    page = client.get(reverse("evaluations:detail", args=[evaluation.pk])).content.decode()
+    assert 'id="interrupted"' in page and ">Resume</button>" in page
+
+    client.post(reverse("evaluations:resume", args=[evaluation.pk]))
+    wait_for(lambda: Evaluation.objects.get(pk=evaluation.pk).status == Evaluation.Status.FINISHED, timeout=120,
+             what="the resumed evaluation to finish")
+    evaluation.refresh_from_db()
+    assert evaluation.metrics["n"] == 4 and finished_runs() == 4
+    assert [e.action for e in AuditEvent.objects.filter(object_type="verifier.evaluation").order_by("pk")] == [
+        "evaluation.create", "evaluation.start", "evaluation.stop", "evaluation.resume"]
