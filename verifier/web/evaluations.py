@@ -98,8 +98,8 @@ def evaluation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = get_object_or_404(Evaluation.objects.select_related("kg"), pk=pk)
     figures = reports.current_metrics(evaluation)
     page = Paginator(reports.items(evaluation), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
-    headline = [{"heading": heading, "value": reports.fmt(reports.value(figures, key), kind)}
-                for key, heading, kind in reports.COMPARED]
+    headline = [{"heading": heading, "value": reports.fmt(reports.value(figures, key) if figures["n"] else None, kind)}
+                for key, heading, kind in reports.COMPARED]  # nothing verified yet: no figure, not a zero
     headline.insert(1, {"heading": "Accuracy, 95% interval (over the triples)", "value": reports.accuracy_interval(figures)})
     confusion = [{"gold": gold, "counts": [figures["confusion"][gold][a] for a in metrics.ANSWER_CLASSES]}
                  for gold in ("true", "false")]

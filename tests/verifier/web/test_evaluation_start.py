@@ -75,3 +75,12 @@ def test_an_evaluation_started_in_the_browser_is_driven_by_the_worker_stopped_an
     assert evaluation.metrics["n"] == 4 and finished_runs() == 4
     assert [e.action for e in AuditEvent.objects.filter(object_type="verifier.evaluation").order_by("pk")] == [
         "evaluation.create", "evaluation.start", "evaluation.stop", "evaluation.resume"]
+
+
+@pytest.mark.django_db
+def test_an_evaluation_with_nothing_verified_yet_shows_no_figures_and_offers_resume(codex_like, make_user):
+    client = client_for(make_user, "admin")
+    response = client.post(reverse("evaluations:start"), {"benchmark": "codex-s", "mode": "kge", "n": 4, "seed": 0})
+    page = client.get(response["Location"]).content.decode()  # not driven: the worker is handed it at commit
+    assert "<tr><th>Accuracy</th><td class=\"num\">–</td></tr>" in page and ">Resume</button>" in page
+    assert Evaluation.objects.get().status == Evaluation.Status.CREATED
