@@ -283,6 +283,9 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
             wait = QUICK_POLL if (state.done, state.in_flight) != last else min(poll, wait * 2)
             last = (state.done, state.in_flight)
             time.sleep(wait)
+    except EvaluationStopped:
+        _record_session(evaluation, session_started, None)  # stop() set its status, and a resumed driver may own it now
+        raise
     except BaseException:
         if not connection.in_atomic_block:
             # A signal that lands mid-query leaves the connection waiting for that query's answer ("another
@@ -314,15 +317,19 @@ def sweep_abandoned() -> list[int]:
     return marked
 
 
-def _record_session(evaluation: Evaluation, started: float, status: str) -> None:
+def _record_session(evaluation: Evaluation, started: float, status: str | None, figures: dict | None = None) -> None:
+    """End a driving session in one write: its status (None: left as it is), the time it drove and, when it finished,
+    its figures (a reader never sees it finished without them)."""
     elapsed = time.monotonic() - started
-    fields = {"status": status, "heartbeat_at": None}
+    evaluation.refresh_from_db(fields=["metrics"])
+    driving = evaluation.metrics.get("driving_seconds", 0.0) + elapsed
+    fields = {"metrics": {**(evaluation.metrics if figures is None else figures), "driving_seconds": driving}}
+    if status is not None:
+        fields.update(status=status, heartbeat_at=None)
     if status == Evaluation.Status.FINISHED:
         fields["finished_at"] = timezone.now()
     Evaluation.objects.filter(pk=evaluation.pk).update(**fields)
     evaluation.refresh_from_db()
-    evaluation.metrics = {**evaluation.metrics, "driving_seconds": evaluation.metrics.get("driving_seconds", 0.0) + elapsed}
-    evaluation.save(update_fields=["metrics"])
 
 
 def refresh_metrics(evaluation: Evaluation) -> dict:
@@ -335,6 +342,5 @@ def refresh_metrics(evaluation: Evaluation) -> dict:
 
 
 def finish(evaluation: Evaluation, session_started: float) -> Evaluation:
-    _record_session(evaluation, session_started, Evaluation.Status.FINISHED)
-    refresh_metrics(evaluation)
+    _record_session(evaluation, session_started, Evaluation.Status.FINISHED, outcomes.figures(evaluation))
     return evaluation

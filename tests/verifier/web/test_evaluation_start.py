@@ -3,6 +3,8 @@ to the worker's other threads), Stop halts it between runs, Resume verifies the 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -50,15 +52,18 @@ def test_an_evaluation_started_in_the_browser_is_driven_by_the_worker_stopped_an
     admin = make_user("admin", "ada")
     client = signed_in(admin)
     response = client.post(reverse("evaluations:start"), {"benchmark": "codex-s", "mode": "agent", "n": 4, "seed": 0})
+    page = client.get(response["Location"]).content.decode()
+    assert Evaluation.objects.exists(), re.findall(r'<li class="[^"]*">([^<]*)</li>', page)  # what the page said
     evaluation = Evaluation.objects.get()
     assert response["Location"] == reverse("evaluations:detail", args=[evaluation.pk])
-    page = client.get(response["Location"]).content.decode()
     assert f"Evaluation {evaluation.name} is with the worker: 4 verification(s)" in page
 
     def finished_runs():
         return Run.objects.filter(evaluation_items__evaluation=evaluation, status=Run.Status.SUCCEEDED).count()
 
     wait_for(lambda: finished_runs() >= 1, what="the worker verifying the first triple")
+    listed = client.get(reverse("evaluations:list")).content.decode()
+    assert re.search(r'Running <span class="muted progress">\([1-4] of 4\)</span>', listed)
     client.post(reverse("evaluations:stop", args=[evaluation.pk]))
     wait_for(lambda: not Run.objects.filter(evaluation_items__evaluation=evaluation).in_flight().exists(),
              what="the run under way at the stop to end")
