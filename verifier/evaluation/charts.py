@@ -76,7 +76,7 @@ def relation_accuracy(figures: dict, title: str = "") -> Figure:
     return figure
 
 
-def reliability_diagram(figures: dict, title: str = "") -> Figure:
+def reliability_diagram(figures: dict, title: str = "", right: str = "right") -> Figure:
     """Accuracy against confidence per confidence bin (``figures["calibration"]["bins"]``), with the
     diagonal a perfectly calibrated confidence would follow and each bin's count on its bar."""
     calibration = figures.get("calibration") or {}
@@ -96,7 +96,7 @@ def reliability_diagram(figures: dict, title: str = "") -> Figure:
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1.1)
     axes.set_xlabel("confidence that the verdict is right")
-    axes.set_ylabel("share of verdicts that were right")
+    axes.set_ylabel(f"share of verdicts that were {right}")
     figure.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)  # below the axes: bars fill any corner
     ece = calibration.get("ece")
     suffix = f" (ECE {ece:.3f}, n={calibration.get('n', 0)})" if isinstance(ece, int | float) else ""

@@ -51,7 +51,7 @@ def reliability_chart(request: HttpRequest, kg_id: int) -> HttpResponse:
     figures = confidence_reviews.kg_confidence(kg).figures
     if not figures or not figures["calibration"]:
         raise Http404("no reviewed run of this KG has a confidence")
-    figure = charts.reliability_diagram(figures, f"{kg.name}: verdicts against reviewers' decisions")
+    figure = charts.reliability_diagram(figures, f"{kg.name}: verdicts against reviewers' decisions", right="kept")
     return HttpResponse(charts.svg(figure), content_type="image/svg+xml")
 
 
