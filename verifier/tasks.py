@@ -39,20 +39,24 @@ def reassess_confidence(kg_id: int | None) -> int:
     return confidence.reassess(Run.objects.filter(task__kg_id=kg_id) if kg_id else Run.objects.all())
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.drive_evaluation")
-def drive_evaluation(evaluation_id: int) -> str:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="verifier.drive_evaluation")
+def drive_evaluation(self, evaluation_id: int) -> str:
     """Drive an evaluation started or resumed from the workbench to its end: this task starts its runs, which the
-    other worker processes take, and waits for them. Re-delivery after a lost worker resumes it."""
-    from verifier.evaluation.runner import EvaluationError, drive  # it imports the services, which import this module
+    other worker processes take, and waits for them; one at a time (another waits its turn). Re-delivery after a
+    lost worker resumes it."""
+    from verifier.evaluation import runner  # it imports the services, which import this module
 
-    evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
-    if evaluation is None or evaluation.status == Evaluation.Status.FINISHED:
-        return evaluation.status if evaluation else "missing"
-    try:
-        return drive(evaluation, progress=False, log=logger.info).status
-    except EvaluationError as exc:  # stopped from the workbench, or driven by another process
-        logger.warning("evaluation %s: %s", evaluation.name, exc)
-        return "stopped"
+    with runner.worker_driver_turn() as turn:
+        if not turn:
+            raise self.retry(countdown=runner.WORKER_DRIVER_WAIT_SECONDS, max_retries=None)
+        evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
+        if evaluation is None or evaluation.status == Evaluation.Status.FINISHED:  # e.g. Resume clicked twice
+            return evaluation.status if evaluation else "missing"
+        try:
+            return runner.drive(evaluation, progress=False, log=logger.info).status
+        except runner.EvaluationError as exc:  # stopped from the workbench, or driven by another process
+            logger.warning("evaluation %s: %s", evaluation.name, exc)
+            return "stopped"
 
 
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)

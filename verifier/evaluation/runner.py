@@ -21,7 +21,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -44,6 +45,8 @@ from verifier.structure.training import retrain_if_learnt
 
 HEARTBEAT_STALE = timedelta(seconds=10)
 ABANDONED_SECONDS = 300  # a driver beats every second: this long silent, it is gone
+WORKER_DRIVER_LOCK = 0x4B4756_0001  # the advisory lock of ``worker_driver_turn``
+WORKER_DRIVER_WAIT_SECONDS = 10  # how soon a worker-driven evaluation waiting its turn asks again
 RETRIED = (Run.Status.FAILED, Run.Status.CANCELLED)
 QUICK_POLL = 0.05  # seconds: the driver's next look after a round in which runs ended or started
 SUPERSEDED_NOTE = "superseded: evaluation {name} resumed and no live worker held this run; a fresh run replaces it"
@@ -296,6 +299,23 @@ def drive(evaluation: Evaluation, *, concurrency: int | None = None, poll: float
     finally:
         bar.close()
     return finish(evaluation, session_started)
+
+
+@contextmanager
+def worker_driver_turn() -> Iterator[bool]:
+    """Whether this worker process may drive an evaluation now: one at a time is driven inside the workers (the
+    workbench's), because a driver holds a worker process for the evaluation's length, and two on a two-process
+    worker would leave none to run their runs. A PostgreSQL advisory lock, released with the connection if the
+    process dies."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [WORKER_DRIVER_LOCK])
+        held = cursor.fetchone()[0]
+    try:
+        yield held
+    finally:
+        if held and connection.connection is not None:  # a connection closed meanwhile took the lock with it
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [WORKER_DRIVER_LOCK])
 
 
 def stop(evaluation: Evaluation) -> bool:

@@ -89,3 +89,21 @@ def test_an_evaluation_with_nothing_verified_yet_shows_no_figures_and_offers_res
     page = client.get(response["Location"]).content.decode()  # not driven: the worker is handed it at commit
     assert "<tr><th>Accuracy</th><td class=\"num\">–</td></tr>" in page and ">Resume</button>" in page
     assert Evaluation.objects.get().status == Evaluation.Status.CREATED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_evaluation_waits_for_the_first_rather_than_take_the_last_worker_process(codex_like, make_user,
+                                                                                        celery_worker_process):
+    """A driver holds a worker process for the evaluation's length: two at once on a two-process worker would leave
+    none for their runs. The second waits its turn, then runs."""
+    client = signed_in(make_user("admin"))
+    for mode in ("agent", "zero-shot"):
+        client.post(reverse("evaluations:start"), {"benchmark": "codex-s", "mode": mode, "n": 4, "seed": 0})
+    first, second = Evaluation.objects.order_by("pk")
+    wait_for(lambda: Evaluation.objects.get(pk=first.pk).status == Evaluation.Status.RUNNING, what="the first driven")
+    seen = []
+    wait_for(lambda: seen.append(Evaluation.objects.get(pk=second.pk).status) or
+             Evaluation.objects.get(pk=first.pk).status == Evaluation.Status.FINISHED, timeout=120, what="the first to finish")
+    assert set(seen) == {Evaluation.Status.CREATED}  # not driven while the first was
+    wait_for(lambda: Evaluation.objects.get(pk=second.pk).status == Evaluation.Status.FINISHED, timeout=120,
+             what="the second, in its turn")
