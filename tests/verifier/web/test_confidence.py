@@ -112,6 +112,7 @@ def test_a_run_from_before_the_confidence_model_shows_its_confidence_and_nothing
     run.save(update_fields=["confidence"])
     page = _page(viewer, run)
     assert "confidence <strong id=\"confidence-value\">0.90</strong> that the verdict is right" in page
+    assert f'id="confidence-link" href="/confidence/#kg-{run.task.kg_id}"' in page  # how the KG's confidence holds up
     assert "badge disputed" not in page and 'id="how-confidence"' not in page and "scored by the structural model" not in page
     assert re.search(r'<section id="assessment"[^>]*>', page).group(0).endswith("hidden>")
 
