@@ -67,9 +67,10 @@ def _refit_refused(pairs: list[tuple[Run, bool]]) -> str:
 def kg_confidence(kg: KnowledgeGraph) -> ReviewedConfidence:
     pairs = confidence.labelled_runs(reviews=True, kg=kg)
     in_force = confidence.active_model(kg.pk)
-    weighed = confidence.weighed_runs(Run.objects.filter(task__kg=kg))
-    other_model = Q(assessment__confidence_model__isnull=True) | ~Q(assessment__confidence_model=in_force.pk) if in_force else None
-    not_reweighed = weighed.filter(other_model).count() if in_force else 0
+    not_reweighed = 0
+    if in_force is not None:  # a missing key is NULL in SQL, which ~Q alone would not count
+        other_model = Q(assessment__confidence_model__isnull=True) | ~Q(assessment__confidence_model=in_force.pk)
+        not_reweighed = confidence.weighed_runs(Run.objects.filter(task__kg=kg)).filter(other_model).count()
     return ReviewedConfidence(
         kg=kg, in_force=in_force, fallback=confidence.active_model(None), figures=reviewed_figures(pairs), labelled=len(pairs),
         refit_refused=_refit_refused(pairs), candidates=list(ConfidenceModel.objects.filter(kg=kg, active=False)[:CANDIDATES_SHOWN]),

@@ -385,8 +385,6 @@ class ExportView(APIView):
         selection = select(task_ids=_id_list(request.query_params.get("tasks", ""), "tasks"),
                            run_ids=_id_list(request.query_params.get("runs", ""), "runs"),
                            claim_ids=_id_list(request.query_params.get("claims", ""), "claims"))
-        if not selection.records and not selection.claims:
-            raise exceptions.ValidationError({"tasks": ["none of these tasks has a finished run to export"]})
         return exports.file_response(selection, fmt, base=request.build_absolute_uri("/api/"),
                                      inline=request.query_params.get("inline") in ("1", "true"))
 

@@ -65,7 +65,6 @@ def render(selection: Selection, fmt: str, *, base: str = prov.DEFAULT_BASE) -> 
     return ExportFile(data, export_format.content_type, filename_for(selection, export_format.extension))
 
 
-
 def file_response(selection: Selection, fmt: str, *, base: str, inline: bool = False) -> HttpResponse:
     """The selection's file as an HTTP download (``inline``: shown in the browser), naming the tasks with no finished
     run to export in ``X-KGV-Skipped-Tasks``. Raises SelectionError when nothing is exportable."""
