@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 C_GRID = (0.03, 0.1, 0.3, 1.0, 3.0)
+CONSTANT_SPREAD = 1e-6  # a feature spread below this is a constant: standardised by 1, not divided by noise
 FOLDS = 5
 SEED = 0
 MAX_CATEGORIES = 250  # the trees' categorical feature takes at most 255 values: rarer relations share "missing"
@@ -283,7 +284,9 @@ def fit_relation_calibrator(x: np.ndarray, relations: Sequence[str], labels: Seq
     if len(set(y.tolist())) < 2:
         raise ValueError("calibration needs both true and false examples")
     mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
+    # A feature constant over the labelled triples (a KG without text has no mentions) carries no weight; its
+    # spread is float noise (0.1 repeated has a std of 1e-17), which the stored six decimals would make 0.
+    scale[scale < CONSTANT_SPREAD] = 1.0
     z = (x - mean) / scale
     labels_of = {(r, int(v)) for r, v in zip(relations, y, strict=True)}
     known = sorted({r for r in relations if (r, 0) in labels_of and (r, 1) in labels_of})

@@ -240,6 +240,8 @@ def out_of_fold_metrics(probabilities: np.ndarray, relations: list[str], labels:
     """Accuracy of out-of-fold probabilities (as drawn, and relation-matched: each relation weighing
     min(#true, #false) pairs, as a relation-matched test set would) and their ECE."""
 
+    if not np.isfinite(probabilities).all():
+        raise ValueError("the calibration gave probabilities that are not numbers; its features need checking")
     right = (probabilities >= 0.5) == labels
     matched = matched_weights(relations, labels.astype(int))
     return {"cross_validated_accuracy": round(float(right.mean()), 4),

@@ -55,6 +55,17 @@ def test_each_relation_counts_as_a_balanced_prior_whatever_its_label_mix():
     assert calibrator.probability([0.0, 0.0], "a") == pytest.approx(0.5, abs=0.1)
 
 
+def test_a_feature_constant_up_to_float_noise_neither_divides_by_zero_nor_weighs():
+    # A KG without text gives every triple the same text features; 0.1 repeated has a spread of 1e-17.
+    rng = np.random.default_rng(3)
+    x = np.column_stack([np.r_[rng.normal(1, 1, 100), rng.normal(-1, 1, 100)], np.full(200, 0.1)])
+    calibrator = fit_relation_calibrator(x, ["a"] * 200, [True] * 100 + [False] * 100, feature_names=["s", "text"])
+    restored = RelationCalibrator.from_dict(calibrator.to_dict())
+    assert restored.scale[1] == 1.0
+    assert restored.probability([2.0, 0.1], "a") > 0.8
+    assert restored.probability([2.0, 0.1], "a") == pytest.approx(restored.probability([2.0, 0.7], "a"), abs=1e-3)
+
+
 def test_calibration_needs_both_labels():
     with pytest.raises(ValueError, match="both true and false"):
         fit_relation_calibrator(np.zeros((4, 2)), ["a"] * 4, [True] * 4, feature_names=["s1", "s2"])
