@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from verifier.evaluation.datasets import fitted_triples, kg_triple_set, read_rows, type_keys
+from verifier.evaluation.datasets import fitted_triples, kg_triple_set, negative_sampler, read_rows
 from verifier.evaluation.sampling import NegativeSampler, distinct
 from verifier.models import Claim, Entity, KnowledgeGraph, Relation
 
@@ -88,9 +88,8 @@ def generate(kg: KnowledgeGraph, positives_path: Path, *, n: int, seed: int = 0,
     known_true = {(r.head_id, r.relation_id, r.tail_id) for r in rows}
     pool = [t for t in distinct((r.head_id, r.relation_id, r.tail_id) for r in rows) if t not in in_kg and t not in fitted]
     rng.shuffle(pool)
-    keys, _ = type_keys(kg, types, in_kg)
-    external = {pk: ext for pk, (ext, _) in _Writer(kg).entity.items()}
-    sampler = NegativeSampler(keys, in_kg | known_true | fitted, sort_key=external.__getitem__)
+    sampler, _ = negative_sampler(kg, types, in_kg, in_kg | known_true | fitted)
+    keys = sampler.type_of
     out_edges: dict[int, list[tuple[int, int]]] = defaultdict(list)
     has_relation = {(h, r) for h, r, _ in in_kg | known_true}
     for h, r, t in in_kg:

@@ -31,6 +31,7 @@ from verifier.evaluation.sampling import (
     declared_type_keys,
     distinct,
     relation_matched_pairs,
+    relation_roles,
     relation_signature_keys,
 )
 from verifier.kg.flagged import ResolvedRow, read_flagged, resolve_rows
@@ -39,7 +40,7 @@ from verifier.kg.sources import Problem
 from verifier.models import Entity, FitTriple, KnowledgeGraph
 from verifier.models import Triple as KGTriple
 
-TYPE_SCHEMES = ("auto", "declared", "signature")
+TYPE_SCHEMES = ("auto", "declared", "signature", "role")
 
 
 class BenchmarkError(ApplicationError):
@@ -229,23 +230,28 @@ def _matched(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], negati
     return _checked(Benchmark(spec, kg, triples, notes), n)
 
 
-def type_keys(kg: KnowledgeGraph, scheme: str, kg_triples: set[Triple]) -> tuple[dict, str]:
-    """(entity pk → fine-grained type, the scheme used): declared types when the KG has them ("auto")."""
+def negative_sampler(kg: KnowledgeGraph, scheme: str, kg_triples: set[Triple], forbidden: set[Triple]) -> tuple[NegativeSampler, str]:
+    """The sampler of type-constrained corruptions of ``kg``'s triples under ``scheme`` and the scheme used ("auto":
+    declared types when the KG has them, else relation signatures), never drawing a triple of ``forbidden``;
+    candidates are ordered by external id, so a seed draws the same negatives on any installation."""
     if scheme == "auto":
         scheme = "declared" if Entity.objects.filter(kg=kg).exclude(types=[]).exists() else "signature"
+    external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
     if scheme == "declared":
-        return declared_type_keys(dict(Entity.objects.filter(kg=kg).values_list("id", "types"))), scheme
-    return relation_signature_keys(kg_triples), scheme
+        keys = declared_type_keys(dict(Entity.objects.filter(kg=kg).values_list("id", "types")))
+    else:  # by role, the signatures still say what each entity is (the claim benchmark reads them)
+        keys = relation_signature_keys(kg_triples)
+    roles = relation_roles(kg_triples) if scheme == "role" else None
+    return NegativeSampler(keys, forbidden, sort_key=external.__getitem__, roles=roles), scheme
 
 
 def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int, rng: random.Random,
              types: str, also_true: set[Triple]) -> Benchmark:
     in_kg = kg_triple_set(kg)
-    keys, scheme = type_keys(kg, types, in_kg)
-    external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
     known_true = {_key(row) for row in positives} | also_true
     fitted = fitted_triples(kg)
-    sampler = NegativeSampler(keys, in_kg | known_true | fitted, sort_key=external.__getitem__)
+    sampler, scheme = negative_sampler(kg, types, in_kg, in_kg | known_true | fitted)
+    entities = list(Entity.objects.filter(kg=kg).values_list("id", flat=True))
     pool = [k for k in distinct(map(_key, positives)) if k not in in_kg and k not in fitted]
     drawn, skipped = corrupted_pairs(pool, n // 2, sampler, rng)
     origin = _origins(positives, Path(spec).name if spec not in DATASETS else DATASETS[spec].positives.rsplit("/", 1)[-1])
@@ -253,12 +259,13 @@ def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int
     for positive, negative in drawn:
         triples.append(LabelledTriple(*positive, True, origin[positive]))
         triples.append(LabelledTriple(*negative.triple, False, f"{origin[positive]} with the {negative.replaced} replaced"))
-    notes = {"method": "type-constrained negatives (head or tail replaced by an entity of the same type)",
+    same = "role in the relation" if scheme == "role" else "type"
+    notes = {"method": f"type-constrained negatives (head or tail replaced by an entity of the same {same})",
              "caveat": ("The negatives are not checked: some are true facts the KG lacks, and a verdict of Correct on one "
                         "counts as an error. A curator can size the share: manage.py audit_labels draws a blind sample to judge."),
              "type_scheme": scheme, "pairs": len(drawn), "positives_read": len(positives),
              "positives_in_kg": len(distinct(map(_key, positives))) - len(pool), "positives_without_same_type_replacement": skipped,
-             "typed_entities": sum(1 for e in keys if sampler.replaceable(e)), "entities": len(external)}
+             "typed_entities": sum(1 for e in entities if sampler.replaceable(e)), "entities": len(entities)}
     return _checked(Benchmark(spec, kg, triples, notes), n)
 
 

@@ -7,6 +7,10 @@ r2", …). A candidate is never a triple of the KG, never a known true triple of
 negative drawn before. Entities with no type, or whose type no other entity shares, cannot be
 replaced; a positive neither of whose ends can be replaced is skipped (and counted).
 
+The coarser *role* constraint (Krompaß et al., 2015) replaces the tail of (h, r, t) with another entity the KG
+holds as a tail of r (the head likewise): every end of a relation with two values can be replaced. It suits a
+small dense KG, whose entities each play a set of roles of their own (UMLS: 29 of 135 entities share theirs).
+
 Everything is plain Python over hashable ids and one ``random.Random``: the same inputs and seed give
 the same sample on every machine (candidates are ordered by a caller-given key, not by database ids).
 """
@@ -39,6 +43,15 @@ def relation_signature_keys(triples: Iterable[Triple]) -> dict[Hashable, TypeKey
     return {entity: frozenset(memberships) for entity, memberships in roles.items()}
 
 
+def relation_roles(triples: Iterable[Triple]) -> dict[tuple[Hashable, str], set]:
+    """(relation, "head" or "tail") → the entities the KG holds in that role of the relation."""
+    roles: dict[tuple[Hashable, str], set] = defaultdict(set)
+    for head, relation, tail in triples:
+        roles[(relation, "head")].add(head)
+        roles[(relation, "tail")].add(tail)
+    return dict(roles)
+
+
 @dataclass(frozen=True)
 class Negative:
     triple: Triple
@@ -48,27 +61,42 @@ class Negative:
 
 @dataclass
 class NegativeSampler:
-    """Type-constrained corruption of true triples; see the module docstring."""
+    """Type-constrained corruption of true triples; see the module docstring. With ``roles``
+    (``relation_roles``) a replacement shares the replaced end's role in the relation instead of its type."""
 
     type_of: Mapping[Hashable, TypeKey]
     forbidden: set[Triple]
     sort_key: Callable[[Hashable], object] = str
     max_tries: int = DEFAULT_MAX_TRIES
-    _by_type: dict[TypeKey, list[Hashable]] = field(init=False, repr=False)
+    roles: Mapping[tuple[Hashable, str], Iterable[Hashable]] | None = None
+    _groups: dict[Hashable, list[Hashable]] = field(init=False, repr=False)
+    _in_roles: set[Hashable] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        groups: dict[TypeKey, list[Hashable]] = defaultdict(list)
-        for entity, key in self.type_of.items():
-            groups[key].append(entity)
-        self._by_type = {key: sorted(members, key=self.sort_key) for key, members in groups.items() if len(members) > 1}
+        groups: dict[Hashable, set] = defaultdict(set)
+        if self.roles is not None:
+            for role, members in self.roles.items():
+                groups[role].update(members)
+        else:
+            for entity, key in self.type_of.items():
+                groups[key].add(entity)
+        self._groups = {key: sorted(members, key=self.sort_key) for key, members in groups.items() if len(members) > 1}
+        self._in_roles = set().union(*self._groups.values()) if self.roles is not None else set()
         self.forbidden = set(self.forbidden)
 
-    def replaceable(self, entity: Hashable) -> bool:
-        key = self.type_of.get(entity)
-        return key is not None and key in self._by_type
+    def _group_of(self, entity: Hashable, relation: Hashable, side: str) -> list[Hashable] | None:
+        key = (relation, side) if self.roles is not None else self.type_of.get(entity)
+        return None if key is None else self._groups.get(key)
 
-    def _candidates(self, entity: Hashable, rng: random.Random) -> Iterable[Hashable]:
-        members = self._by_type[self.type_of[entity]]
+    def replaceable(self, entity: Hashable) -> bool:
+        """Whether some corruption could replace ``entity``: its type is shared (or, by role, it plays a role
+        another entity plays too)."""
+        if self.roles is not None:
+            return entity in self._in_roles
+        key = self.type_of.get(entity)
+        return key is not None and key in self._groups
+
+    def _candidates(self, members: list[Hashable], rng: random.Random) -> Iterable[Hashable]:
         if len(members) - 1 <= self.max_tries:
             return rng.sample(members, len(members))
         return (rng.choice(members) for _ in range(self.max_tries))
@@ -80,9 +108,10 @@ class NegativeSampler:
         rng.shuffle(sides)
         for side in sides:
             original = head if side == "head" else tail
-            if not self.replaceable(original):
+            members = self._group_of(original, relation, side)
+            if members is None:
                 continue
-            for candidate in self._candidates(original, rng):
+            for candidate in self._candidates(members, rng):
                 if candidate == original:
                     continue
                 corrupted = (candidate, relation, tail) if side == "head" else (head, relation, candidate)

@@ -33,9 +33,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from verifier.evaluation.datasets import kg_triple_set, read_rows, type_keys, validation_dataset
-from verifier.evaluation.sampling import NegativeSampler
-from verifier.models import Entity, FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
+from verifier.evaluation.datasets import kg_triple_set, negative_sampler, read_rows, validation_dataset
+from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
 from verifier.structure.calibration import (
     BoostedCalibrator,
     CrossFitted,
@@ -145,8 +144,13 @@ def _labelled_rows(model: StructuralModel, dataset, verified: set[tuple[int, int
             f"the labelled {dataset.positives} / {dataset.negatives} and type-constrained corruptions of a quarter of its positives"
     positives = [(h, r, t, True) for h, r, t in HeldOutTriple.objects.filter(
         model=model, reason=HeldOutTriple.Reason.CALIBRATION).values_list("head_id", "relation_id", "tail_id")]
-    return positives + corruptions(kg, [p[:3] for p in positives]), \
-        "the held-out calibration slice and type-constrained corruptions of it"
+    # A KG of one's own may be small and dense, its entities each playing roles of their own: its types then
+    # corrupt few of the slice's triples, and the calibration would see almost no false ones. The relation's
+    # roles corrupt nearly all; the scheme that corrupts more is kept.
+    by_type, by_role = (corruptions(kg, [p[:3] for p in positives], scheme=scheme) for scheme in ("auto", "role"))
+    if len(by_role) > len(by_type):
+        return positives + by_role, "the held-out calibration slice and corruptions of it by the relation's roles"
+    return positives + by_type, "the held-out calibration slice and type-constrained corruptions of it"
 
 
 def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) -> None:
@@ -159,16 +163,14 @@ def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) ->
         for i, (h, r, t, y) in enumerate(rows)], ignore_conflicts=True, batch_size=5000)
 
 
-def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *,
-                also_true: set[tuple[int, int, int]] = frozenset(), limit: int | None = None) -> LabelledRows:
-    """One type-constrained negative per positive (the evaluation harness's sampler and type scheme), never
-    a KG triple, a queued one or one of ``also_true``; a positive with no same-type replacement has none.
+def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *, also_true: set[tuple[int, int, int]] = frozenset(),
+                limit: int | None = None, scheme: str = "auto") -> LabelledRows:
+    """One type-constrained negative per positive (the evaluation harness's sampler, under its type ``scheme``),
+    never a KG triple, a queued one or one of ``also_true``; a positive with no same-type replacement has none.
     With ``limit``, the positives are corrupted in order until that many negatives are made."""
     in_kg = kg_triple_set(kg)
-    keys, _ = type_keys(kg, "auto", in_kg)
-    external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
     queued = set(VerificationTask.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
-    sampler = NegativeSampler(keys, in_kg | queued | set(also_true), sort_key=external.__getitem__)
+    sampler, _ = negative_sampler(kg, scheme, in_kg, in_kg | queued | set(also_true))
     rng = random.Random(SEED)
     negatives = []
     for triple in positives:

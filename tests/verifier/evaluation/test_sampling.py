@@ -12,6 +12,7 @@ from verifier.evaluation.sampling import (
     corrupted_pairs,
     declared_type_keys,
     relation_matched_pairs,
+    relation_roles,
     relation_signature_keys,
 )
 from verifier.kg.loader import load_source
@@ -56,6 +57,20 @@ def test_relation_signatures_group_entities_by_the_relation_roles_they_play():
     assert keys["ada"] == keys["alan"] == keys["marie"] == frozenset({("born_in", "head")})
     assert keys["london"] == keys["warsaw"] == frozenset({("born_in", "tail"), ("in", "head")})
     assert keys["paris"] == frozenset({("in", "head")})  # no one born there: a different type
+
+
+def test_by_role_an_end_is_replaced_by_another_entity_the_kg_holds_in_that_role_of_the_relation():
+    # By signature London and Warsaw share a type but Paris has its own (no one born there), and no person
+    # shares Ada's: the role of "born_in" tails still offers London or Warsaw for any birthplace.
+    sampler = NegativeSampler(relation_signature_keys(KG), KG, roles=relation_roles(KG))
+    rng = random.Random(5)
+    made = [sampler.corrupt(("pierre", "born_in", "paris"), rng, sides=("tail",)) for _ in range(2)]
+    assert {n.triple for n in made} == {("pierre", "born_in", "london"), ("pierre", "born_in", "warsaw")}
+    assert sampler.corrupt(("pierre", "born_in", "paris"), rng, sides=("tail",)) is None  # both drawn once
+    head = sampler.corrupt(("ada", "in", "uk"), rng, sides=("head",))
+    assert head.triple[0] in {"london", "warsaw", "paris"} and head.triple not in KG
+    assert sampler.replaceable("paris") and not sampler.replaceable("pierre")
+    assert sampler.corrupt(("ada", "orbits", "uk"), rng) is None  # a relation the KG does not hold
 
 
 def test_sampling_is_reproducible_from_the_seed():

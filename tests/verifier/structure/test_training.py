@@ -20,7 +20,7 @@ from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import training_data
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
-from verifier.structure.fitting import calibrate_structural, corruptions
+from verifier.structure.fitting import calibrate_structural, corruptions, structural_fit_set
 from verifier.structure.kge import KGEConfig
 from verifier.structure.training import train
 from verifier.tools.kg_plausibility import observation
@@ -446,3 +446,26 @@ def test_embeddings_start_from_a_normal_of_the_chosen_spread():
     assert float(small.entity_representations[0](indices=None).detach().std()) == pytest.approx(1e-3, rel=0.1)
     xavier = kge.build_model(TINY, 500, 4)
     assert float(xavier.entity_representations[0](indices=None).detach().std()) > 0.03
+
+
+def test_a_slice_its_types_cannot_corrupt_is_calibrated_on_corruptions_by_the_relations_roles(db):
+    """A small dense KG whose entities each play roles of their own (UMLS: 29 of 135 share them) gave its
+    calibration almost no false triples; the relation's roles corrupt every slice triple."""
+    people = [f"H{i}" for i in range(6)]
+    friends = [f"F{i}" for i in range(6)]
+    triples = [(h, "likes", f) for i, h in enumerate(people) for f in friends[i:i + 2]]
+    triples += [(h, f"owns_{i}", "X") for i, h in enumerate(people)] + [(f, f"drives_{i}", "Y") for i, f in enumerate(friends)]
+    source = KGSource("dense", "dense", "", triples=lambda: iter(triples))
+    kg = load_source(source, embed=False).kg
+    model = StructuralModel.objects.create(kg=kg, kg_version=kg.version)
+    held = [("H0", "likes", "F3"), ("H1", "likes", "F4"), ("H2", "likes", "F0"), ("H3", "likes", "F1")]
+    for triple in held:
+        h, r, t = _ids(kg, *triple)
+        HeldOutTriple.objects.create(model=model, head_id=h, relation_id=r, tail_id=t, reason="calibration")
+    assert corruptions(kg, [_ids(kg, *t) for t in held]) == []  # no two entities share a signature
+    fit_set = structural_fit_set(model)
+    assert fit_set.source == "the held-out calibration slice and corruptions of it by the relation's roles"
+    assert fit_set.labels.sum() == 4 and (~fit_set.labels).sum() == 4
+    in_kg = set(kg.triples.values_list("head_id", "relation_id", "tail_id"))
+    likes = kg.relations.get(external_id="likes").pk
+    assert all(row[1] == likes and row[:3] not in in_kg for row in fit_set.rows if not row[3])
