@@ -50,13 +50,17 @@ def drive_evaluation(self, evaluation_id: int) -> str:
         if not turn:
             raise self.retry(countdown=runner.WORKER_DRIVER_WAIT_SECONDS, max_retries=None)
         evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
-        if evaluation is None or evaluation.status == Evaluation.Status.FINISHED:  # e.g. Resume clicked twice
-            return evaluation.status if evaluation else "missing"
+        if evaluation is None or evaluation.worker_driver != self.request.id:  # stopped before its turn, or resumed again
+            return "withdrawn"
         try:
+            if evaluation.status == Evaluation.Status.FINISHED:
+                return evaluation.status
             return runner.drive(evaluation, progress=False, log=logger.info).status
         except runner.EvaluationError as exc:  # stopped from the workbench, or driven by another process
             logger.warning("evaluation %s: %s", evaluation.name, exc)
             return "stopped"
+        finally:
+            Evaluation.objects.filter(pk=evaluation_id, worker_driver=self.request.id).update(worker_driver="")
 
 
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)

@@ -322,7 +322,14 @@ def stop(evaluation: Evaluation) -> bool:
     """Ask the process driving ``evaluation`` to stop (it sees it within a second and starts no more runs; those in
     flight finish and count). False when it was not running."""
     return bool(Evaluation.objects.filter(pk=evaluation.pk, status=Evaluation.Status.RUNNING)
-                .update(status=Evaluation.Status.INTERRUPTED, heartbeat_at=None))
+                .update(status=Evaluation.Status.INTERRUPTED, heartbeat_at=None, worker_driver=""))
+
+
+def withdraw(evaluation: Evaluation) -> bool:
+    """Take back the evaluation from a workbench driver still waiting its turn: when the turn comes it drives nothing.
+    False when none was waiting (or it is driving already: ``stop`` halts that one)."""
+    return bool(Evaluation.objects.filter(pk=evaluation.pk).exclude(status=Evaluation.Status.RUNNING)
+                .exclude(worker_driver="").update(worker_driver=""))
 
 
 def sweep_abandoned() -> list[int]:
@@ -333,7 +340,8 @@ def sweep_abandoned() -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=ABANDONED_SECONDS)
     abandoned = Q(status=Evaluation.Status.RUNNING) & (Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
     marked = list(Evaluation.objects.filter(abandoned).values_list("pk", flat=True))
-    Evaluation.objects.filter(abandoned, pk__in=marked).update(status=Evaluation.Status.INTERRUPTED, heartbeat_at=None)
+    Evaluation.objects.filter(abandoned, pk__in=marked).update(status=Evaluation.Status.INTERRUPTED, heartbeat_at=None,
+                                                               worker_driver="")
     return marked
 
 

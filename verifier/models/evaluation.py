@@ -43,6 +43,9 @@ class Evaluation(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # Written by the process driving the evaluation; a fresh one means another driver is at work.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The Celery task the workbench handed the evaluation to: it drives only while it is this one (Stop before its
+    # turn empties it, a second Resume replaces it).
+    worker_driver = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -3,6 +3,8 @@ calibration of its confidences), two evaluations side by side, a suite's results
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -86,21 +88,28 @@ def evaluation_stop(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = get_object_or_404(Evaluation, pk=pk)
     with transaction.atomic():
         stopped = runner.stop(evaluation)
-        if stopped:
+        withdrawn = not stopped and runner.withdraw(evaluation)
+        if stopped or withdrawn:
             record_audit(actor=request.user, action="evaluation.stop", obj=evaluation)
     if stopped:
         messages.success(request, f"Evaluation {evaluation.name} stops: no run is started for it any more (those under way "
                                   "finish and count); Resume verifies the rest.")
+    elif withdrawn:
+        messages.success(request, f"Evaluation {evaluation.name} was waiting its turn with the worker; the worker will not "
+                                  "drive it. Resume hands it back.")
     else:
         messages.info(request, f"Evaluation {evaluation.name} was not running.")
     return redirect(reverse("evaluations:detail", args=[pk]))
 
 
 def _drive(request: HttpRequest, evaluation: Evaluation, action: str) -> None:
-    """Hand the evaluation to the worker, which starts its runs one at a time and records the figures at the end."""
+    """Hand the evaluation to the worker, which starts its runs one at a time and records the figures at the end (a driver
+    handed it before and still waiting its turn is replaced)."""
+    driver = uuid.uuid4().hex  # the task's id: the driver that finds another id there when its turn comes drives nothing
     with transaction.atomic():
+        Evaluation.objects.filter(pk=evaluation.pk).update(worker_driver=driver)
         record_audit(actor=request.user, action=action, obj=evaluation)
-        transaction.on_commit(lambda: drive_evaluation.delay(evaluation.pk))
+        transaction.on_commit(lambda: drive_evaluation.apply_async((evaluation.pk,), task_id=driver))
     messages.success(request, f"Evaluation {evaluation.name} is with the worker: {evaluation.items.count()} verification(s), "
                               "one at a time; this page follows its progress.")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from celery.result import AsyncResult
 from django.urls import reverse
 
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
@@ -83,12 +84,21 @@ def test_an_evaluation_started_in_the_browser_is_driven_by_the_worker_stopped_an
 
 
 @pytest.mark.django_db
-def test_an_evaluation_with_nothing_verified_yet_shows_no_figures_and_offers_resume(codex_like, make_user):
+def test_an_evaluation_waiting_its_turn_shows_no_figures_and_stop_takes_it_back(codex_like, make_user):
     client = client_for(make_user, "admin")
     response = client.post(reverse("evaluations:start"), {"benchmark": "codex-s", "mode": "kge", "n": 4, "seed": 0})
     page = client.get(response["Location"]).content.decode()  # not driven: the worker is handed it at commit
-    assert "<tr><th>Accuracy</th><td class=\"num\">–</td></tr>" in page and ">Resume</button>" in page
-    assert Evaluation.objects.get().status == Evaluation.Status.CREATED
+    assert "<tr><th>Accuracy</th><td class=\"num\">–</td></tr>" in page
+    assert 'id="waiting"' in page and ">Stop</button>" in page and ">Resume</button>" not in page
+    assert "Waiting its turn" in client.get(reverse("evaluations:list")).content.decode()
+    evaluation = Evaluation.objects.get()
+    assert evaluation.status == Evaluation.Status.CREATED and evaluation.worker_driver
+
+    page = client.get(client.post(reverse("evaluations:stop", args=[evaluation.pk]))["Location"]).content.decode()
+    assert "was waiting its turn with the worker; the worker will not drive it" in page
+    assert ">Resume</button>" in page and 'id="waiting"' not in page
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.CREATED and not evaluation.worker_driver
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,13 +107,20 @@ def test_a_second_evaluation_waits_for_the_first_rather_than_take_the_last_worke
     """A driver holds a worker process for the evaluation's length: two at once on a two-process worker would leave
     none for their runs. The second waits its turn, then runs."""
     client = signed_in(make_user("admin"))
-    for mode in ("agent", "zero-shot"):
+    for mode in ("agent", "zero-shot", "cot"):
         client.post(reverse("evaluations:start"), {"benchmark": "codex-s", "mode": mode, "n": 4, "seed": 0})
-    first, second = Evaluation.objects.order_by("pk")
+    first, second, third = Evaluation.objects.order_by("pk")
     wait_for(lambda: Evaluation.objects.get(pk=first.pk).status == Evaluation.Status.RUNNING, what="the first driven")
+    # The third is stopped while it waits: its driver, when its turn comes, drives nothing.
+    third_driver = Evaluation.objects.get(pk=third.pk).worker_driver
+    client.post(reverse("evaluations:stop", args=[third.pk]))
     seen = []
     wait_for(lambda: seen.append(Evaluation.objects.get(pk=second.pk).status) or
              Evaluation.objects.get(pk=first.pk).status == Evaluation.Status.FINISHED, timeout=120, what="the first to finish")
     assert set(seen) == {Evaluation.Status.CREATED}  # not driven while the first was
     wait_for(lambda: Evaluation.objects.get(pk=second.pk).status == Evaluation.Status.FINISHED, timeout=120,
              what="the second, in its turn")
+    assert AsyncResult(third_driver).get(timeout=60) == "withdrawn"
+    third.refresh_from_db()
+    assert third.status == Evaluation.Status.CREATED and not third.items.filter(run__isnull=False).exists()
+    assert Evaluation.objects.filter(worker_driver="").count() == 3  # each driver cleared its mark on its way out
