@@ -18,7 +18,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from verifier.models import HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, Triple
+from verifier.models import HeldOutTriple, KnowledgeGraph, StructuralModel, Triple
 from verifier.structure import kge
 from verifier.structure.dataset import TrainingData, training_data
 from verifier.structure.fitting import calibrate_structural
@@ -202,6 +202,12 @@ class _Reporter:
             StructuralModel.objects.filter(pk=self.row.pk).update(progress=overall, stage=text[:100], heartbeat_at=timezone.now())
 
 
+def mine_training_rules(row: StructuralModel) -> int:
+    """The KG's rules mined again from what ``row``'s network learns: without the triples it holds out."""
+    held_out = HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id")
+    return mine_rules(row.kg, without=set(held_out))
+
+
 def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: StructuralModel | None = None,
           report: Report | None = None) -> StructuralModel:
     """Run the whole job for the KG's current version; the ready model is returned (older ones superseded).
@@ -210,9 +216,6 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
     row = _start(kg, row)
     progress = _Reporter(row, report)
     try:
-        if not MinedRule.objects.filter(kg=kg, kg_version=kg.version).exists():
-            progress("mining rules", 0.0, "Horn rules of length ≤ 2")
-            mine_rules(kg)
         progress("preparing", 0.0, "reading triples")
         data = training_data(kg)
         if len(data.train) == 0:
@@ -220,6 +223,8 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         config = config or (kge.KGEConfig.from_dict(row.config["kge"]) if (row.config or {}).get("kge")
                             else kge.default_config(len(data.train), data.num_entities))
         _hold_out(row, data)
+        progress("mining rules", 0.0, "Horn rules of length ≤ 2, from the triples the network learns")
+        mine_training_rules(row)
         known = data.known
         trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
                             validation=data.stopping, known=known,

@@ -7,6 +7,7 @@ import json
 import random
 from dataclasses import asdict, replace
 
+import numpy as np
 import pytest
 import torch
 from django.db.models import F
@@ -15,13 +16,14 @@ from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
 from verifier.memory import bootstrap
-from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, StructuralModel, VerificationTask
+from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
 from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import training_data
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
 from verifier.structure.fitting import calibrate_structural, corruptions, structural_fit_set
 from verifier.structure.kge import KGEConfig
+from verifier.structure.rules import find_rules
 from verifier.structure.training import train
 from verifier.tools.kg_plausibility import observation
 from verifier.tools.names import Resolved
@@ -81,6 +83,10 @@ def test_training_holds_out_queued_triples_and_the_slice_then_calibrates(towns):
     assert "corruptions" in metrics["calibration"]["source"]
     assert FitTriple.objects.filter(kg=kg, purpose="structural", label=False).exists()
     assert "structural" in model.calibration
+    # The rules were mined again from what the network learns: without the queued triple and the slice.
+    learnt = [t for t in kg.triples.values_list("head_id", "relation_id", "tail_id")
+              if not HeldOutTriple.objects.filter(model=model, head_id=t[0], relation_id=t[1], tail_id=t[2]).exists()]
+    assert MinedRule.objects.filter(kg=kg).count() == len(find_rules(np.array(learnt)))
 
 
 def test_one_vs_all_training_trains_the_inverse_relations_that_predict_heads(towns):

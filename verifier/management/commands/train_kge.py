@@ -1,6 +1,6 @@
 """``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model, with a
 progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does; ``--recalibrate``: refit the
-ready model's calibration only, in seconds; ``--restore N``: make model N, which the ready one replaced, ready
+ready model's calibration only (its rules mined again first), in seconds; ``--restore N``: make model N, which the ready one replaced, ready
 again)."""
 
 from __future__ import annotations
@@ -16,7 +16,15 @@ from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, Ver
 from verifier.selectors import model_summary
 from verifier.structure import kge
 from verifier.structure.fitting import against_each_kind_line, calibrate_structural
-from verifier.structure.training import TrainingError, learnt_triples, request_training, restorable, restore, train
+from verifier.structure.training import (
+    TrainingError,
+    learnt_triples,
+    mine_training_rules,
+    request_training,
+    restorable,
+    restore,
+    train,
+)
 
 
 def _calibration_line(calibration: dict) -> str:
@@ -38,7 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--config", default="{}", help='KGE settings as JSON, e.g. \'{"dim": 128, "max_minutes": 5}\'')
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument("--recalibrate", action="store_true",
-                            help="refit the calibration of the KG's ready model without retraining it")
+                            help="refit the calibration of the KG's ready model (its rules mined again) without retraining it")
         parser.add_argument("--restore", type=int, metavar="MODEL_ID",
                             help="make the model the ready one replaced current again (a retraining that did worse)")
 
@@ -101,6 +109,7 @@ class Command(BaseCommand):
         if row is None:
             raise CommandError(f"{kg.name} has no ready structural model to recalibrate; train one: manage.py train_kge {kg.name}")
         try:
+            mine_training_rules(row)  # as the training would have: without the triples the network never saw
             metrics = calibrate_structural(row)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
