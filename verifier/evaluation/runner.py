@@ -328,8 +328,9 @@ def stop(evaluation: Evaluation) -> bool:
 def withdraw(evaluation: Evaluation) -> bool:
     """Take back the evaluation from a workbench driver still waiting its turn: when the turn comes it drives nothing.
     False when none was waiting (or it is driving already: ``stop`` halts that one)."""
-    return bool(Evaluation.objects.filter(pk=evaluation.pk).exclude(status=Evaluation.Status.RUNNING)
-                .exclude(worker_driver="").update(worker_driver=""))
+    waiting = (Evaluation.Status.CREATED, Evaluation.Status.INTERRUPTED)  # as Evaluation.waiting_for_worker says
+    return bool(Evaluation.objects.filter(pk=evaluation.pk, status__in=waiting).exclude(worker_driver="")
+                .update(worker_driver=""))
 
 
 def sweep_abandoned() -> list[int]:

@@ -54,6 +54,11 @@ class Evaluation(models.Model):
         return self.name
 
     @property
+    def waiting_for_worker(self) -> bool:
+        """Handed to the workers from the workbench and not driven yet (they drive one evaluation at a time)."""
+        return bool(self.worker_driver) and self.status in (self.Status.CREATED, self.Status.INTERRUPTED)
+
+    @property
     def label(self) -> str:
         """The configuration as the results tables name it (e.g. "KGV-Agent − memory")."""
         return configuration_label(self.mode, self.ablations, abstain=bool(self.config.get("abstain")),
