@@ -46,6 +46,7 @@ from verifier.structure.calibration import (
     matched_weights,
 )
 from verifier.structure.rule_evidence import RULE_FEATURES
+from verifier.structure.rules import mine_rules
 from verifier.structure.scoring import FEATURES, LoadedModel
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
@@ -183,7 +184,11 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *, al
 
 
 def calibrate_structural(model: StructuralModel) -> dict:
-    """Fit the per-relation calibration of ``model`` and store it with its cross-validated error."""
+    """Fit the per-relation calibration of ``model`` and store it with its cross-validated error. The KG's rules are
+    mined again first, from what the network learns: without the triples it holds out (queued, calibration slice),
+    so that no rule owes its support to a triple it is then calibrated on or asked about."""
+    held_out = HeldOutTriple.objects.filter(model=model).values_list("head_id", "relation_id", "tail_id")
+    mine_rules(model.kg, without=set(held_out))
     fit_set = structural_fit_set(model)
     rows, labels, relations = fit_set.rows, fit_set.labels, fit_set.relations
     if not rows or len(set(labels.tolist())) < 2:

@@ -22,7 +22,6 @@ from verifier.models import HeldOutTriple, KnowledgeGraph, StructuralModel, Trip
 from verifier.structure import kge
 from verifier.structure.dataset import TrainingData, training_data
 from verifier.structure.fitting import calibrate_structural
-from verifier.structure.rules import mine_rules
 from verifier.structure.scoring import pack, trained_on
 
 logger = logging.getLogger(__name__)
@@ -202,12 +201,6 @@ class _Reporter:
             StructuralModel.objects.filter(pk=self.row.pk).update(progress=overall, stage=text[:100], heartbeat_at=timezone.now())
 
 
-def mine_training_rules(row: StructuralModel) -> int:
-    """The KG's rules mined again from what ``row``'s network learns: without the triples it holds out."""
-    held_out = HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id")
-    return mine_rules(row.kg, without=set(held_out))
-
-
 def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: StructuralModel | None = None,
           report: Report | None = None) -> StructuralModel:
     """Run the whole job for the KG's current version; the ready model is returned (older ones superseded).
@@ -223,8 +216,6 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         config = config or (kge.KGEConfig.from_dict(row.config["kge"]) if (row.config or {}).get("kge")
                             else kge.default_config(len(data.train), data.num_entities))
         _hold_out(row, data)
-        progress("mining rules", 0.0, "Horn rules of length ≤ 2, from the triples the network learns")
-        mine_training_rules(row)
         known = data.known
         trained = kge.train(config, data.train, num_entities=data.num_entities, num_relations=data.num_relations,
                             validation=data.stopping, known=known,
@@ -240,7 +231,7 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         row.config = {"kge": config.to_dict()}
         row.metrics, row.training_digest, row.training_triples = metrics, data.digest, len(data.train)
         row.save(update_fields=["weights", "config", "metrics", "training_digest", "training_triples"])
-        progress("calibrating", 0.0, "fitting probabilities per relation")
+        progress("calibrating", 0.0, "mining rules from the triples the network learns, fitting probabilities per relation")
         try:
             calibrate_structural(row)
         except ValueError as exc:  # a KG too small (or too untyped) to calibrate: its scores stay uncalibrated

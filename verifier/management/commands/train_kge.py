@@ -19,7 +19,6 @@ from verifier.structure.fitting import against_each_kind_line, calibrate_structu
 from verifier.structure.training import (
     TrainingError,
     learnt_triples,
-    mine_training_rules,
     request_training,
     restorable,
     restore,
@@ -109,7 +108,6 @@ class Command(BaseCommand):
         if row is None:
             raise CommandError(f"{kg.name} has no ready structural model to recalibrate; train one: manage.py train_kge {kg.name}")
         try:
-            mine_training_rules(row)  # as the training would have: without the triples the network never saw
             metrics = calibrate_structural(row)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
