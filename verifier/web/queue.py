@@ -328,12 +328,13 @@ def _training_time(kg: KnowledgeGraph) -> str:
 
 
 def _graph_summaries() -> list[KnowledgeGraph]:
-    """The loaded graphs with their sizes; a handful of graphs, so one indexed count each beats a join."""
+    """The loaded graphs with their sizes and their work queues (the triples evaluations drew are not work); a
+    handful of graphs, so one indexed count each beats a join."""
     graphs = list(KnowledgeGraph.objects.order_by("name"))
     for graph in graphs:
         graph.entity_count = graph.entities.count()
         graph.triple_count = graph.triples.count()
-        graph.task_count = graph.tasks.count()
+        graph.task_count = by_origin(graph.tasks.all()).count()
     return graphs
 
 

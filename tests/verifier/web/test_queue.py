@@ -366,6 +366,16 @@ def test_import_queues_the_rows_of_a_file_and_says_how_many(make_user):
     assert "0 triple(s) queued on runs-kg from 2 row(s); 2 were already queued." in again.content.decode()
 
 
+def test_the_import_page_counts_each_kgs_work_queue_not_the_triples_evaluations_drew(make_user):
+    world = make_world()
+    world.task("Q42", "P27", "Q145", source="flagged.csv:2")
+    world.task("Q42", "P19", "Q350", source="evaluation:codex-kge-400")
+    world.task("Q42", "P19", "Q142", source="evaluation:codex-kge-400")
+    page = client_for(make_user, "curator").get(reverse("queue-import"))
+    [graph] = page.context["graphs"]
+    assert graph.task_count == 1
+
+
 def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monkeypatch):
     world = make_world()
     world.task("Q42", "P27", "Q142")  # the first row is already queued: it keeps its task and gets no run
