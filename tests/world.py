@@ -7,6 +7,7 @@ from verifier.evidence.corpus import PostgresCorpus
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, PassageRecord, RelationRecord, TypeRecord
 from verifier.kg.store import PostgresKG
+from verifier.models import KnowledgeGraph
 from verifier.tools.base import ToolContext
 
 ENTITIES = [
@@ -62,3 +63,19 @@ def world(world_kg):
     """A tool context on the world KG, verifying (Douglas Adams, country of citizenship, United Kingdom)."""
     query = Claim("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
     return ToolContext(kg=PostgresKG(world_kg), corpus=PostgresCorpus(world_kg), query=query)
+
+
+CODEX_POSITIVES = "Q830149\tP17\tQ145\nQ350\tP131\tQ145\n"
+CODEX_NEGATIVES = "Q90\tP17\tQ145\nQ25\tP131\tQ350\n"
+
+
+@pytest.fixture
+def codex_like(world_kg, settings, tmp_path):
+    """The world KG under the name of a dataset whose validation files are in the data folder."""
+    KnowledgeGraph.objects.filter(pk=world_kg.pk).update(name="codex-s")
+    triples = tmp_path / "codex-s" / "triples"
+    triples.mkdir(parents=True)
+    (triples / "valid.txt").write_text(CODEX_POSITIVES)
+    (triples / "valid_negatives.txt").write_text(CODEX_NEGATIVES)
+    settings.KGV_DATA_DIR = tmp_path
+    return world_kg

@@ -8,9 +8,12 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from verifier.agent.loop import AgentConfig
+from verifier.agent.loop import MODES, AgentConfig
 from verifier.agent.prompts import LESSON_CHARS
-from verifier.evaluation import reports
+from verifier.evaluation import control, reports
+from verifier.evaluation.configs import ABLATIONS
+from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
+from verifier.evaluation.runner import EvaluationSpec
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
     Agreement,
@@ -351,16 +354,54 @@ class EvaluationSerializer(serializers.ModelSerializer):
     configuration = serializers.CharField(source="label", read_only=True, help_text='e.g. "KGV-Agent − memory"')
     kg = serializers.CharField(source="kg.name", read_only=True)
     metrics = serializers.SerializerMethodField(help_text="every figure (docs/evaluation.md), from the runs so far")
+    waiting_for_worker = serializers.BooleanField(read_only=True, help_text="handed to the worker, which has not begun "
+                                                                            "it yet (it drives one evaluation at a time)")
 
     class Meta:
         model = Evaluation
         fields = ["id", "name", "suite", "configuration", "benchmark", "kg", "sample_size", "seed", "mode", "ablations",
-                  "repeats", "config", "dataset", "status", "metrics", "created_at", "started_at", "finished_at"]
+                  "repeats", "config", "dataset", "status", "waiting_for_worker", "metrics", "created_at", "started_at",
+                  "finished_at"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.DictField())
     def get_metrics(self, evaluation: Evaluation) -> dict:
         return reports.current_metrics(evaluation)
+
+
+class EvaluationStartSerializer(serializers.Serializer):
+    """An evaluation for the worker to verify, drawn from a dataset benchmark whose KG is loaded here (the same
+    parameters as an existing evaluation resume it)."""
+
+    benchmark = serializers.CharField(help_text="a dataset benchmark whose KG is loaded, e.g. codex-s or fb15k-237")
+    mode = serializers.ChoiceField(MODES, default="evidence", help_text="the agent as configured, or a baseline")
+    n = serializers.IntegerField(min_value=2, max_value=control.MAX_TRIPLES, default=200,
+                                 help_text="triples, half true and half false")
+    seed = serializers.IntegerField(min_value=0, default=0, help_text="the same seed draws the same triples")
+    ablations = serializers.ListField(child=serializers.ChoiceField(list(ABLATIONS)), default=list,
+                                      help_text="parts of the configuration to run without")
+    types = serializers.ChoiceField(TYPE_SCHEMES, default="auto", help_text="how negatives keep the entity types")
+    name = serializers.SlugField(max_length=200, required=False, help_text="default: from the parameters")
+
+    def validate_benchmark(self, value: str) -> str:
+        try:
+            return control.check_benchmark(value)
+        except BenchmarkError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def spec(self) -> EvaluationSpec:
+        data = self.validated_data
+        return EvaluationSpec(benchmark=data["benchmark"], n=data["n"], seed=data["seed"], mode=data["mode"],
+                              ablations=tuple(data["ablations"]), types=data["types"], name=data.get("name"))
+
+
+class EvaluationHandedSerializer(EvaluationSerializer):
+    outcome = serializers.CharField(help_text="started, resumed, stopped or withdrawn; or, for a start of an evaluation "
+                                              "that exists already, its status (running, finished)")
+
+    class Meta(EvaluationSerializer.Meta):
+        fields = ["outcome", *EvaluationSerializer.Meta.fields]
+        read_only_fields = fields
 
 
 class EvaluationItemSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ from verifier import exports, services
 from verifier.api import serializers as s
 from verifier.api.errors import Conflict
 from verifier.comparison import compare_runs
+from verifier.evaluation import control
 from verifier.exports.records import select
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
 from verifier.queue_filters import annotate_latest, filter_tasks
@@ -310,10 +311,12 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
     OpenApiParameter("status", str, enum=Evaluation.Status.values),
 ]))
 class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):
-    """Evaluations (manage.py evaluate / evaluate_suite): configuration, sampling and every figure; the detail
-    lists each verification with its run."""
+    """Evaluations (manage.py evaluate / evaluate_suite, or started here): configuration, sampling and every figure;
+    the detail lists each verification with its run. Starting, resuming and stopping one needs the admin role, as
+    on the workbench."""
 
     queryset = Evaluation.objects.select_related("kg")
+    write_role = ADMIN
 
     def get_serializer_class(self):
         return s.EvaluationSerializer if self.action == "list" else s.EvaluationDetailSerializer
@@ -328,6 +331,44 @@ class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):
                 raise exceptions.ValidationError({"status": [f"one of {', '.join(Evaluation.Status.values)}"]})
             evaluations = evaluations.filter(status=value)
         return evaluations
+
+
+    @extend_schema(request=s.EvaluationStartSerializer,
+                   responses={201: s.EvaluationHandedSerializer, 200: s.EvaluationHandedSerializer})
+    def create(self, request: Request) -> Response:
+        """Draw a dataset benchmark and hand the evaluation to the worker (201, outcome "started"). An evaluation of
+        the same parameters is answered with 200: resumed when it had stopped, else as it is (running or finished)."""
+        form = s.EvaluationStartSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            evaluation, outcome = control.start(form.spec(), actor=request.user)
+        except ValueError as exc:
+            raise exceptions.ValidationError(str(exc)) from None
+        return _handed(evaluation, outcome, status.HTTP_201_CREATED if outcome == "started" else status.HTTP_200_OK)
+
+    @extend_schema(request=None, responses={200: s.EvaluationHandedSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk=None) -> Response:
+        """Hand a created or interrupted evaluation back to the worker (409 when it is running or finished)."""
+        evaluation = self.get_object()
+        if not control.resume(evaluation, actor=request.user):
+            raise Conflict(f"evaluation {evaluation.name} is {evaluation.status}: nothing to resume")
+        return _handed(evaluation, "resumed")
+
+    @extend_schema(request=None, responses={200: s.EvaluationHandedSerializer})
+    @action(detail=True, methods=["post"])
+    def stop(self, request: Request, pk=None) -> Response:
+        """Stop a running evaluation (outcome "stopped": the runs under way finish and count) or take it back from the
+        worker while it waits its turn ("withdrawn"); 409 when it is doing neither."""
+        evaluation = self.get_object()
+        outcome = control.stop(evaluation, actor=request.user)
+        if not outcome:
+            raise Conflict(f"evaluation {evaluation.name} is {evaluation.status} and not waiting for the worker: nothing to stop")
+        return _handed(evaluation, outcome)
+
+
+def _handed(evaluation: Evaluation, outcome: str, code: int = status.HTTP_200_OK) -> Response:
+    return Response({"outcome": outcome, **s.EvaluationSerializer(evaluation).data}, status=code)
 
 
 # ------------------------------------------------------------------------------------------------- audit

@@ -3,23 +3,17 @@ calibration of its confidences), two evaluations side by side, a suite's results
 
 from __future__ import annotations
 
-import uuid
-
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
-from verifier.evaluation import charts, metrics, reports, runner
-from verifier.evaluation.datasets import BenchmarkError
+from verifier.evaluation import charts, control, metrics, reports
 from verifier.models import Evaluation, EvaluationItem, Run
 from verifier.roles import ADMIN, VIEWER, role_required
-from verifier.services import record_audit
-from verifier.tasks import drive_evaluation
 from verifier.web.forms import EvaluationStartForm
 
 app_name = "evaluations"
@@ -59,15 +53,15 @@ def evaluation_start(request: HttpRequest) -> HttpResponse:
             messages.error(request, f"No evaluation started: {form.fields[field].label or field}: {' '.join(errors)}")
         return redirect(reverse("evaluations:list"))
     try:
-        evaluation, created = runner.prepare(form.spec(), actor=request.user)
-    except (runner.EvaluationError, BenchmarkError, ValueError) as exc:
+        evaluation, outcome = control.start(form.spec(), actor=request.user)
+    except control.START_ERRORS as exc:
         messages.error(request, f"No evaluation started: {exc}")
         return redirect(reverse("evaluations:list"))
-    if not created and evaluation.status in (Evaluation.Status.FINISHED, Evaluation.Status.RUNNING):
+    if outcome in ("started", "resumed"):
+        _with_the_worker(request, evaluation)
+    else:
         messages.info(request, f"Evaluation {evaluation.name} with these parameters is {evaluation.get_status_display().lower()} "
                                "already; here it is.")
-    else:
-        _drive(request, evaluation, "evaluation.start" if created else "evaluation.resume")
     return redirect(reverse("evaluations:detail", args=[evaluation.pk]))
 
 
@@ -75,8 +69,8 @@ def evaluation_start(request: HttpRequest) -> HttpResponse:
 @role_required(ADMIN)
 def evaluation_resume(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = get_object_or_404(Evaluation, pk=pk)
-    if evaluation.status in (Evaluation.Status.CREATED, Evaluation.Status.INTERRUPTED):
-        _drive(request, evaluation, "evaluation.resume")
+    if control.resume(evaluation, actor=request.user):
+        _with_the_worker(request, evaluation)
     else:
         messages.info(request, f"Evaluation {evaluation.name} is {evaluation.get_status_display().lower()}: nothing to resume.")
     return redirect(reverse("evaluations:detail", args=[pk]))
@@ -86,15 +80,11 @@ def evaluation_resume(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(ADMIN)
 def evaluation_stop(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = get_object_or_404(Evaluation, pk=pk)
-    with transaction.atomic():
-        stopped = runner.stop(evaluation)
-        withdrawn = not stopped and runner.withdraw(evaluation)
-        if stopped or withdrawn:
-            record_audit(actor=request.user, action="evaluation.stop", obj=evaluation)
-    if stopped:
+    outcome = control.stop(evaluation, actor=request.user)
+    if outcome == "stopped":
         messages.success(request, f"Evaluation {evaluation.name} stops: no run is started for it any more (those under way "
                                   "finish and count); Resume verifies the rest.")
-    elif withdrawn:
+    elif outcome == "withdrawn":
         messages.success(request, f"Evaluation {evaluation.name} was waiting its turn with the worker; the worker will not "
                                   "drive it. Resume hands it back.")
     else:
@@ -102,14 +92,7 @@ def evaluation_stop(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(reverse("evaluations:detail", args=[pk]))
 
 
-def _drive(request: HttpRequest, evaluation: Evaluation, action: str) -> None:
-    """Hand the evaluation to the worker, which starts its runs one at a time and records the figures at the end (a driver
-    handed it before and still waiting its turn is replaced)."""
-    driver = uuid.uuid4().hex  # the task's id: the driver that finds another id there when its turn comes drives nothing
-    with transaction.atomic():
-        Evaluation.objects.filter(pk=evaluation.pk).update(worker_driver=driver)
-        record_audit(actor=request.user, action=action, obj=evaluation)
-        transaction.on_commit(lambda: drive_evaluation.apply_async((evaluation.pk,), task_id=driver))
+def _with_the_worker(request: HttpRequest, evaluation: Evaluation) -> None:
     messages.success(request, f"Evaluation {evaluation.name} is with the worker: {evaluation.items.count()} verification(s), "
                               "one at a time; this page follows its progress.")
 

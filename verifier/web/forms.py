@@ -13,6 +13,7 @@ from django.http import QueryDict
 
 from verifier.agent.loop import MODES
 from verifier.agent.prompts import LESSON_CHARS
+from verifier.evaluation import control
 from verifier.evaluation.configs import MODE_LABELS
 from verifier.evaluation.datasets import available_benchmarks
 from verifier.evaluation.runner import EvaluationSpec
@@ -180,9 +181,6 @@ class PromoteForm(forms.Form):
                                  help_text="Edit freely: drop dead ends, keep the reasoning that a later run should copy.")
 
 
-MAX_EVALUATION_TRIPLES = 2000
-
-
 class EvaluationStartForm(forms.Form):
     """An evaluation started from the workbench: a dataset benchmark drawn here, one configuration, run by the worker
     (``manage.py evaluate`` takes benchmark files, ablations, repeats and suites)."""
@@ -193,7 +191,7 @@ class EvaluationStartForm(forms.Form):
                              initial="evidence",
                              help_text="The agent as configured, or a baseline; those without a language model take about "
                                        "a second a triple.")
-    n = forms.IntegerField(label="Triples", min_value=2, max_value=MAX_EVALUATION_TRIPLES, initial=200,
+    n = forms.IntegerField(label="Triples", min_value=2, max_value=control.MAX_TRIPLES, initial=200,
                            help_text="Half true, half false; with n = 100 an accuracy has about ±10 points of noise.")
     seed = forms.IntegerField(label="Seed", min_value=0, initial=0, help_text="The same seed draws the same triples.")
 

@@ -63,6 +63,8 @@ ENDPOINTS = [
              lambda o: {"ids": [o["memory"].pk], "action": "keep"}),
     Endpoint("evaluation list", "get", "viewer", 200, lambda o: reverse("api:evaluation-list")),
     Endpoint("evaluation detail", "get", "viewer", 200, lambda o: reverse("api:evaluation-detail", args=[o["evaluation"].pk])),
+    Endpoint("evaluation resume", "post", "admin", 200, lambda o: reverse("api:evaluation-resume", args=[o["evaluation"].pk])),
+    Endpoint("evaluation stop", "post", "admin", 200, lambda o: reverse("api:evaluation-stop", args=[o["waiting"].pk])),
     Endpoint("audit list", "get", "admin", 200, lambda o: reverse("api:audit-list")),
     Endpoint("audit detail", "get", "admin", 200, lambda o: reverse("api:audit-detail", args=[o["audit"].pk])),
     Endpoint("run compare", "get", "viewer", 200,
@@ -100,13 +102,15 @@ def objects(verified):
     queued = Run.objects.create(task=other, status=Run.Status.QUEUED)
     audit = AuditEvent.objects.create(action="test.event", object_type="verifier.run", object_id=str(queued.pk))
     evaluation = Evaluation.objects.create(name="permissions", kg=verified["kg"], benchmark="codex-s", sample_size=2)
+    waiting = Evaluation.objects.create(name="permissions-waiting", kg=verified["kg"], benchmark="codex-s", sample_size=2,
+                                        worker_driver="a-driver-waiting-its-turn")
     rerun = Run.objects.create(task=verified["run"].task, status=Run.Status.FAILED, error="the model endpoint is down")
     webhook = Webhook.objects.create(url=refused_url() + "/hook")  # a test delivery fails fast, and is answered 200
     claim = Claim.objects.create(kg=verified["kg"], text="A claim whose model was down.", status=Claim.Status.FAILED,
                                  error="the model could not be asked")
     written_claim = Claim.objects.create(kg=verified["kg"], text="Douglas Adams was born in Cambridge.",
                                          status=Claim.Status.DECOMPOSED)
-    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "rerun": rerun, "webhook": webhook,
+    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "waiting": waiting, "rerun": rerun, "webhook": webhook,
             "claim": claim, "written_claim": written_claim}
 
 

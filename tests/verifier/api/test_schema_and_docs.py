@@ -19,7 +19,7 @@ def test_the_schema_generates_and_validates_without_warnings(tmp_path):
     assert "Warning" not in stderr.getvalue() and "Error" not in stderr.getvalue(), stderr.getvalue()
     schema = yaml.safe_load(target.read_text())
     for path in ("/api/tasks/", "/api/tasks/import/", "/api/tasks/bulk/", "/api/runs/{id}/steps/", "/api/runs/{id}/reviews/",
-                 "/api/runs/{id}/promote/", "/api/memory/{id}/retire/", "/api/audit/", "/api/export/{fmt}/"):
+                 "/api/runs/{id}/promote/", "/api/memory/{id}/retire/", "/api/evaluations/{id}/stop/", "/api/audit/", "/api/export/{fmt}/"):
         assert path in schema["paths"], path
     assert {"tokenAuth", "cookieAuth"} <= set(schema["components"]["securitySchemes"])
     queue_params = {p["name"] for p in schema["paths"]["/api/tasks/"]["get"]["parameters"]}

@@ -11,22 +11,7 @@ from django.urls import reverse
 
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
 from tests.workers import wait_for
-from verifier.models import AuditEvent, Evaluation, KnowledgeGraph, Run
-
-POSITIVES = "Q830149\tP17\tQ145\nQ350\tP131\tQ145\n"
-NEGATIVES = "Q90\tP17\tQ145\nQ25\tP131\tQ350\n"
-
-
-@pytest.fixture
-def codex_like(world_kg, settings, tmp_path):
-    """The world KG under the name of a dataset whose validation files are in the data folder."""
-    KnowledgeGraph.objects.filter(pk=world_kg.pk).update(name="codex-s")
-    triples = tmp_path / "codex-s" / "triples"
-    triples.mkdir(parents=True)
-    (triples / "valid.txt").write_text(POSITIVES)
-    (triples / "valid_negatives.txt").write_text(NEGATIVES)
-    settings.KGV_DATA_DIR = tmp_path
-    return world_kg
+from verifier.models import AuditEvent, Evaluation, Run
 
 
 @pytest.mark.django_db
