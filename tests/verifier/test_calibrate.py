@@ -1,6 +1,7 @@
 """``manage.py calibrate``: fitting the verdict confidence on an evaluation's labelled runs, recording their
 triples as fitted, re-assessing finished runs, and moving a fitted model between installations."""
 
+import io
 import itertools
 import json
 import random
@@ -256,3 +257,50 @@ def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_
     assert fitted.n == 100 and fitted.cross_validated["agent_runs"] == 40 and fitted.cross_validated["structural_runs"] == 100
     assert fitted.model.coefficients[confidence.FEATURES.index("structural_logit")] > 0
     assert fitted.cross_validated["answer_accuracy"] == 0.5  # the agent answered Correct to every triple
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kg_with_no_labelled_runs_gets_its_own_weighing_from_its_calibration_triples(celery_worker_process, capsys,
+                                                                                      monkeypatch):
+    """The structural model's calibration triples (the slice it was trained without, and corruptions of it) are
+    verified in the evidence mode by the worker, and the KG's own confidence model is fitted on those runs."""
+    from tests.verifier.structure.test_training import TINY, generated_kg
+    from verifier.structure import dataset
+    from verifier.structure.fitting import structural_fit_set
+    from verifier.structure.scoring import loaded
+    from verifier.structure.training import train
+
+    monkeypatch.setattr(dataset, "CALIBRATION_FRACTION", 0.12)  # a slice of 3% of 280 triples is too few to fit on
+    kg, _ = generated_kg("towns-weighed")
+    model = train(kg, config=TINY)
+    [shipped] = confidence.seed_shipped_models()  # in force for every KG, as on an installation (fitted on CoDEx-S)
+    calibrated_on = sorted(structural_fit_set(model).rows)  # what the training's calibration drew
+    call_command("calibrate", kg=kg.name, calibration_triples=True, no_progress=True)
+    evaluation = Evaluation.objects.get(kg=kg)
+    items = list(evaluation.items.select_related("task", "run"))
+    verified = sorted((item.task.head_id, item.task.relation_id, item.task.tail_id, item.expected_label) for item in items)
+    assert evaluation.mode == "evidence" and evaluation.status == Evaluation.Status.FINISHED
+    assert verified == calibrated_on and {label for *_, label in verified} == {True, False}
+    # Each run weighed the structural probability of the fit that left its triple's fold out.
+    folds = loaded(model).folds
+    assert all(folds.get((i.task.head_id, i.task.relation_id, i.task.tail_id)) is not None for i in items)
+    own = ConfidenceModel.objects.get(active=True, kg=kg)
+    assert own.metrics["n"] == len(verified) and own.coefficients[FEATURES.index("structural_logit")] > 0
+    out = capsys.readouterr().out
+    assert f"Verifying {len(verified)} labelled triples of {kg.name}" in out
+    assert f"fitted on {len(verified)} labelled runs (evaluation {evaluation.name})" in out
+    assert f"Re-assessed {len(verified)} finished weighed runs" in out  # weighed by the shipped model, then by its own
+    assert {item.run.pk for item in items} == set(Run.objects.filter(assessment__confidence_model=own.pk).values_list("pk", flat=True))
+    assert ConfidenceModel.objects.get(pk=shipped.pk).active  # still in force for the other KGs
+
+    call_command("calibrate", kg=kg.name, calibration_triples=True, no_progress=True, no_reassess=True)  # continued, not redrawn
+    assert Evaluation.objects.filter(kg=kg).count() == 1 and evaluation.items.filter(run__isnull=False).count() == len(verified)
+    assert ConfidenceModel.objects.filter(kg=kg).count() == 2
+    recalibrated = io.StringIO()
+    call_command("train_kge", kg.name, "--recalibrate", stdout=recalibrated)
+    assert "calibrate --kg" not in recalibrated.getvalue()  # it has a weighing of its own now
+
+
+def test_calibration_triples_need_the_kg_they_come_from(labelled):
+    with pytest.raises(CommandError, match="--calibration-triples needs --kg NAME"):
+        call_command("calibrate", calibration_triples=True)

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from pathlib import Path
 
 from django.db import transaction
 
 from verifier.memory.bank import add_entry, lesson_of, trajectory_of
 from verifier.models import (
-    Entity,
     Evaluation,
     FitTriple,
     HeldOutTriple,
     KnowledgeGraph,
     MemoryEntry,
-    Relation,
     StructuralModel,
 )
 from verifier.models.memory import UNREVIEWED
@@ -59,17 +56,6 @@ def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> l
     chosen = ordered[:n // 2]
     negatives = corruptions(kg, ordered, also_true=labelled_triples(kg), limit=len(chosen))
     return [(*t, True) for t in chosen] + negatives
-
-
-def write_benchmark(kg: KnowledgeGraph, rows: list[tuple[int, int, int, bool]], path: Path) -> Path:
-    """The drawn triples as a labelled TSV file of external ids (what ``evaluate --benchmark`` reads)."""
-    entities = dict(Entity.objects.filter(kg=kg).values_list("pk", "external_id"))
-    relations = dict(Relation.objects.filter(kg=kg).values_list("pk", "external_id"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["head\trelation\ttail\tlabel"] + [f"{entities[h]}\t{relations[r]}\t{entities[t]}\t{str(y).lower()}"
-                                                for h, r, t, y in rows]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def _trimmed_trajectory(run) -> str:

@@ -154,6 +154,13 @@ def _labelled_rows(model: StructuralModel, dataset, verified: set[tuple[int, int
     return positives + by_type, "the held-out calibration slice and type-constrained corruptions of it"
 
 
+def calibration_triples(kg: KnowledgeGraph) -> LabelledRows:
+    """The labelled triples the KG's current structural calibration was fitted on (``_record``): each one's
+    structural probability is given by the fit that left its fold out."""
+    return [tuple(row) for row in FitTriple.objects.filter(kg=kg, purpose=FitTriple.Purpose.STRUCTURAL_CALIBRATION)
+            .order_by("pk").values_list("head_id", "relation_id", "tail_id", "label")]
+
+
 def _record(kg: KnowledgeGraph, rows: LabelledRows, folds: np.ndarray | None) -> None:
     """The KG's structural fit triples become exactly ``rows``, each with its fold."""
     purpose = FitTriple.Purpose.STRUCTURAL_CALIBRATION

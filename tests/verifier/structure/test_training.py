@@ -396,6 +396,7 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     call_command("train_kge", "towns", "--config", json.dumps(asdict(quick)), "--no-progress", stdout=out)
     second = StructuralModel.objects.ready_for(kg)
     assert f"It replaces model #{first.pk}; to undo: manage.py train_kge towns --restore {first.pk}" in out.getvalue()
+    assert "manage.py calibrate --kg towns --calibration-triples" in out.getvalue()  # no weighing of its own yet
     assert StructuralModel.objects.filter(pk=first.pk, status="superseded", weights__isnull=False).exists()
     assert gc.get_freeze_count() == 0  # what training froze (docs in kge.train) is collectable again
     out = io.StringIO()

@@ -1,7 +1,9 @@
 """``manage.py calibrate --evaluations NAME`` — fit the confidence of verdicts on labelled runs (an
 evaluation's runs on a validation split, reviewers' decisions with ``--reviews``), then recompute the
-confidence of finished runs. ``--export FILE`` / ``--import FILE`` move a fitted model between installations;
-``--list`` shows the models and ``--activate ID`` puts an earlier one back in force."""
+confidence of finished runs. ``--kg NAME --calibration-triples`` labels runs first for a KG with none: the
+evidence of its structural model's calibration triples (held-out true triples and corruptions of them), weighed.
+``--export FILE`` / ``--import FILE`` move a fitted model between installations; ``--list`` shows the models
+and which are in force and ``--activate ID`` puts an earlier one back in force."""
 
 from __future__ import annotations
 
@@ -10,8 +12,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
+from verifier.evaluation.labelled import investigate
+from verifier.evaluation.runner import EvaluationError
+from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import find_evaluation, kg_named
 from verifier.models import ConfidenceModel, Run
+from verifier.structure.fitting import calibration_triples
+from verifier.structure.training import TrainingError, wait_for_model
 
 
 def _against_structural(cv: dict, previous: ConfidenceModel | None) -> str:
@@ -33,6 +40,11 @@ class Command(BaseCommand):
         parser.add_argument("--evaluations", default="", help="comma-separated evaluation names or ids whose runs are labelled")
         parser.add_argument("--reviews", action="store_true", help="also fit on reviewers' Correct/Incorrect decisions")
         parser.add_argument("--kg", help="fit for this KG only (default: one model for every KG)")
+        parser.add_argument("--calibration-triples", action="store_true",
+                            help="with --kg: first verify the structural model's calibration triples in the evidence mode "
+                                 "(resumable) and fit on those runs too: a KG's own weighing before any is labelled")
+        parser.add_argument("--concurrency", type=int, default=2, help="--calibration-triples: verifications at once")
+        parser.add_argument("--no-progress", action="store_true")
         parser.add_argument("--no-reassess", action="store_true", help="do not recompute finished runs' confidence")
         parser.add_argument("--export", type=Path, metavar="FILE", help="write the fitted model (or, alone, the active one) as JSON")
         parser.add_argument("--import", dest="import_", type=Path, metavar="FILE",
@@ -60,6 +72,8 @@ class Command(BaseCommand):
                 self._reassess(Run.objects.filter(task__kg=model.kg) if model.kg else Run.objects.all())
             return
         names = [n.strip() for n in options["evaluations"].split(",") if n.strip()]
+        if options["calibration_triples"]:
+            names.append(self._calibration_triples(kg, options))
         if not names and not options["reviews"] and options["export"]:
             model = confidence.active_model(kg.pk if kg else None)
             if model is None:
@@ -95,6 +109,26 @@ class Command(BaseCommand):
             self.stdout.write(f"Wrote it to {options['export']}.")
         if not options["no_reassess"]:
             self._reassess(Run.objects.filter(task__kg=kg) if kg else Run.objects.all())
+
+    def _calibration_triples(self, kg, options) -> str:
+        """The evidence-mode evaluation of the KG's structural calibration triples (continued if it exists)."""
+        if kg is None:
+            raise CommandError("--calibration-triples needs --kg NAME: the KG whose calibration triples are verified")
+        try:
+            model = wait_for_model(kg, log=self.stdout.write)
+            if model is None:
+                raise CommandError(f"{kg.name} is a SPARQL endpoint: it has no structural model to take triples from")
+            if not model.calibrated_at:
+                raise CommandError(f"{model.description} has no calibration: manage.py train_kge {kg.name} --recalibrate")
+            evaluation = investigate(kg, f"confidence-{kg.name}-structural-{model.pk}-{model.calibrated_at:%Y%m%d%H%M%S}",
+                                     lambda: calibration_triples(kg), mode="evidence",
+                                     concurrency=options["concurrency"], progress=not options["no_progress"],
+                                     log=self.stdout.write)
+        except (EvaluationError, TrainingError, ValueError, WorkerUnfit) as exc:
+            raise CommandError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise CommandError("interrupted; run the same command again to continue") from None
+        return evaluation.name
 
     def _import(self, path: Path, no_reassess: bool) -> None:
         try:

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import services
-from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
-from verifier.evaluation.workers import WorkerUnfit, worker_pool
+from verifier.evaluation.labelled import investigate
+from verifier.evaluation.runner import EvaluationError
+from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import kg_named
 from verifier.memory import bank, bootstrap
-from verifier.models import Evaluation
 from verifier.structure.training import TrainingError, wait_for_model
 
 
@@ -63,15 +62,9 @@ class Command(BaseCommand):
         name = f"memory-bootstrap-{kg.name}-n{options['n']}-s{options['seed']}"
         try:
             wait_for_model(kg, log=self.stdout.write)
-            evaluation = Evaluation.objects.filter(name=name).first()
-            if evaluation is None:
-                rows = bootstrap.draw(kg, options["n"], seed=options["seed"])
-                path = bootstrap.write_benchmark(kg, rows, settings.KGV_CACHE_DIR / "memory-bootstrap" / f"{name}.tsv")
-                evaluation, _ = prepare(EvaluationSpec(benchmark=str(path), kg_name=kg.name, n=len(rows), seed=options["seed"],
-                                                       concurrency=options["concurrency"], name=name))
-            self.stdout.write(f"Investigating {evaluation.items.count()} training triples of {kg.name} ({evaluation.name})…")
-            with worker_pool(options["concurrency"], log=self.stdout.write):
-                drive(evaluation, concurrency=options["concurrency"], progress=not options["no_progress"], log=self.stdout.write)
+            evaluation = investigate(kg, name, lambda: bootstrap.draw(kg, options["n"], seed=options["seed"]),
+                                     seed=options["seed"], concurrency=options["concurrency"],
+                                     progress=not options["no_progress"], log=self.stdout.write)
         except (EvaluationError, TrainingError, ValueError, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from verifier.management.lookup import kg_named
-from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
+from verifier.models import ConfidenceModel, Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
 from verifier.selectors import model_summary
 from verifier.structure import kge
 from verifier.structure.fitting import against_each_kind_line, calibrate_structural
@@ -101,6 +101,7 @@ class Command(BaseCommand):
         previous = restorable(kg)
         if previous is not None:
             self.stdout.write(f"It replaces model #{previous}; to undo: manage.py train_kge {kg.name} --restore {previous}")
+        self._weighing_hint(kg)
 
     def _recalibrate(self, kg: KnowledgeGraph) -> None:
 
@@ -112,6 +113,14 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} recalibrated: {_calibration_line(metrics)}"))
+        self._weighing_hint(kg)
+
+    def _weighing_hint(self, kg: KnowledgeGraph) -> None:
+        """A KG weighed by the model for every KG (fitted on another KG's evidence) can have one of its own."""
+        if not ConfidenceModel.objects.filter(kg=kg, active=True).exists():
+            self.stdout.write(f"Verdicts on {kg.name} are weighed by the confidence model for every KG; to fit one on its own "
+                              f"evidence (its calibration triples, in a minute or so): manage.py calibrate --kg {kg.name} "
+                              "--calibration-triples")
 
     def _restore(self, kg: KnowledgeGraph, model_id: int) -> None:
         try:

@@ -1,0 +1,44 @@
+"""Verifying labelled triples a KG supplies itself — the memory bootstrap's draw from its training triples, the
+structural model's calibration triples the confidence is fitted on — as an evaluation driven from this process:
+its runs can be opened like any other, and the same name continues it after an interruption."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+
+from verifier.agent.loop import MODEL_FREE_MODES
+from verifier.evaluation.runner import EvaluationSpec, drive, prepare
+from verifier.evaluation.workers import worker_pool
+from verifier.models import Entity, Evaluation, KnowledgeGraph, Relation
+
+LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and whether the triple is true
+
+
+def write_benchmark(kg: KnowledgeGraph, rows: LabelledRows, path: Path) -> Path:
+    """The triples as a labelled TSV file of external ids (what ``evaluate --benchmark`` reads)."""
+    entities = dict(Entity.objects.filter(kg=kg).values_list("pk", "external_id"))
+    relations = dict(Relation.objects.filter(kg=kg).values_list("pk", "external_id"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["head\trelation\ttail\tlabel"] + [f"{entities[h]}\t{relations[r]}\t{entities[t]}\t{str(y).lower()}"
+                                                for h, r, t, y in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def investigate(kg: KnowledgeGraph, name: str, draw: Callable[[], LabelledRows], *, mode: str = "agent", seed: int = 0,
+                concurrency: int = 1, progress: bool = True, log: Callable[[str], None] = print) -> Evaluation:
+    """Verify the triples ``draw`` returns under ``mode`` as the evaluation ``name`` (drawn only when no evaluation
+    of that name exists: an interrupted one is continued), with workers of this process if none is running."""
+    evaluation = Evaluation.objects.filter(name=name).first()
+    if evaluation is None:
+        rows = draw()
+        path = write_benchmark(kg, rows, settings.KGV_CACHE_DIR / "labelled" / f"{name}.tsv")
+        evaluation, _ = prepare(EvaluationSpec(benchmark=str(path), kg_name=kg.name, n=len(rows), seed=seed, mode=mode,
+                                               concurrency=concurrency, name=name))
+    log(f"Verifying {evaluation.items.count()} labelled triples of {kg.name} ({evaluation.name}, {mode})…")
+    with worker_pool(concurrency, log=log, needs_model=mode not in MODEL_FREE_MODES):
+        drive(evaluation, concurrency=concurrency, progress=progress, log=log)
+    return evaluation
