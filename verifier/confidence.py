@@ -17,7 +17,9 @@ Shipped models live in verifier/data: ``confidence_model.json`` for every KG, ac
 when no model exists, and ``confidence_model.<KG name>.json`` for one KG, activated when that KG is loaded
 unless it has a model of its own. A KG's own weighing matters where its evidence differs: FB15k-237 has no
 passages, and the weight the model for every KG gives the structural probability (fitted on CoDEx-S,
-where the text shares the work) under-states the verdicts there.
+where the text shares the work) under-states the verdicts there. A KG with no labelled runs at all gets its
+own from its structural calibration triples (``calibrate --kg NAME --calibration-triples``): their evidence is
+weighed in the evidence mode, each structural probability from the calibration fit that left its fold out.
 """
 
 from __future__ import annotations
