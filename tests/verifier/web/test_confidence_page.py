@@ -78,6 +78,8 @@ def test_the_page_shows_the_model_in_force_and_how_its_verdicts_fared_with_the_r
     bins = re.search(rf'id="kg-{kg.pk}-reliability-bins">(.*?)</table>', section, re.S).group(1)
     assert sum(int(n) for n in re.findall(r'<td class="num">(\d+)</td><td class="num">0\.\d+</td>', bins)) == 40
     assert "Fit a model on" not in section and "None yet: an admin fits one" in section  # a viewer cannot refit
+    assert "A weighing of its own before anything is reviewed" in section
+    assert f"<code>manage.py calibrate --kg {kg.name} --calibration-triples</code>" in section
     # every run was weighed with no model recorded: none is this model's yet
     assert "40 finished runs of this KG\n    were weighed by another confidence model" in section
     chart = client.get(reverse("confidence-reliability", args=[kg.pk]))
@@ -135,6 +137,7 @@ def test_putting_a_candidate_in_force_reweighs_the_kgs_runs_and_standing_it_down
     wait_for(lambda: weighed_by(candidate.pk), what="the worker re-weighing the KG's runs with the candidate")
     page = admin.get(reverse("confidence")).content.decode().split(f'id="kg-{kg.pk}"')[1]
     assert f"Confidence model <strong>#{candidate.pk}</strong> (for {kg.name})" in page and "weighed by another" not in page
+    assert "--calibration-triples" not in page  # it has a model of its own
     admin.post(reverse("confidence-stand-down", args=[candidate.pk]))
     assert confidence.active_model(kg.pk) == model
     wait_for(lambda: weighed_by(model.pk), what="the worker re-weighing the KG's runs with the model for every KG")
