@@ -332,7 +332,6 @@ class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):
             evaluations = evaluations.filter(status=value)
         return evaluations
 
-
     @extend_schema(request=s.EvaluationStartSerializer,
                    responses={201: s.EvaluationHandedSerializer, 200: s.EvaluationHandedSerializer})
     def create(self, request: Request) -> Response:

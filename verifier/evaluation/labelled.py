@@ -13,8 +13,7 @@ from verifier.agent.loop import MODEL_FREE_MODES
 from verifier.evaluation.runner import EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import worker_pool
 from verifier.models import Entity, Evaluation, KnowledgeGraph, Relation
-
-LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and whether the triple is true
+from verifier.structure.fitting import LabelledRows
 
 
 def write_benchmark(kg: KnowledgeGraph, rows: LabelledRows, path: Path) -> Path:
