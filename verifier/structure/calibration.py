@@ -164,7 +164,8 @@ class CrossFitted:
 
 def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = FOLDS) -> np.ndarray | None:
     """Each labelled triple's fold, stratified by relation and label (seeded; a stratum too small to spread
-    over the folds joins its label's stratum), or None with too few of either label for ``folds`` folds."""
+    over the folds joins its label's stratum of the small ones, and that one, if still too small, the label's
+    largest), or None with too few of either label for ``folds`` folds."""
     from sklearn.model_selection import StratifiedKFold
 
     labels = np.asarray(labels, dtype=bool)
@@ -173,6 +174,10 @@ def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = F
     strata = [f"{r}:{int(y)}" for r, y in zip(relations, labels, strict=True)]
     sizes = Counter(strata)
     strata = [s if sizes[s] >= folds else str(int(y)) for s, y in zip(strata, labels, strict=True)]
+    sizes = Counter(strata)
+    largest = {y: max((s for s, label in zip(strata, labels, strict=True) if label == y), key=sizes.__getitem__)
+               for y in (False, True)}
+    strata = [s if sizes[s] >= folds else largest[bool(y)] for s, y in zip(strata, labels, strict=True)]
     out = np.zeros(len(labels), dtype=np.int64)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=SEED)
     for k, (_, held) in enumerate(splitter.split(np.zeros(len(labels)), strata)):

@@ -1,5 +1,7 @@
 """Calibration of scores into probabilities, on hand-made score sets, and the calibration error."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from verifier.structure.calibration import (
     expected_calibration_error,
     fit_best,
     fit_relation_calibrator,
+    fold_assignment,
     reliability_bins,
 )
 
@@ -148,3 +151,15 @@ def test_the_compiled_trees_give_scikit_learns_probabilities():
     assert np.allclose(trees.probabilities(queries, asked), expected, atol=1e-9)
     assert trees.probability(queries[3], asked[3]) == pytest.approx(expected[3], abs=1e-9)
     assert len(np.unique(expected)) >= 10 and expected.min() < 0.1 < 0.9 < expected.max()  # many leaves, both verdicts
+
+
+def test_folds_spread_a_label_whose_small_relations_together_are_still_too_few():
+    """Kinships' calibration: the relations with fewer true triples than folds, pooled, were still fewer than the
+    folds, and scikit-learn warned on the user's console. They join the label's largest stratum instead."""
+    relations = ["parent"] * 20 + ["uncle"] * 3
+    labels = np.array([True] * 10 + [False] * 10 + [True] * 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        folds = fold_assignment(relations, labels)
+    assert sorted(set(folds.tolist())) == [0, 1, 2, 3, 4]
+    assert all(labels[folds == k].any() and (~labels[folds == k]).any() for k in range(5))
