@@ -47,10 +47,9 @@ REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss"))
 DATABASES = {"default": database_from_url(DATABASE_URL)}
 # Named per process: an embedded server's owner keeps it running while other KGV processes use it.
 DATABASES["default"]["OPTIONS"].setdefault("application_name", embedded.application_name())
-# A filtered vector search (memories of one relation, active entries, passages of one KG) keeps walking the
-# HNSW graph until enough rows pass its filters, in exact distance order (pgvector >= 0.8). Without it the index
-# hands over its first hnsw.ef_search candidates and the filters may leave none of them: a precedent behind
-# nearer retired entries, or behind rows a rolled-back transaction left in the index, would be missed.
+# A filtered vector search over passages (those of one KG) keeps walking the HNSW graph until enough rows pass its
+# filters, in exact distance order (pgvector >= 0.8). Without it the index hands over its first hnsw.ef_search
+# candidates and the filters may leave none of them. (Memories are ranked exactly, without an index.)
 DATABASES["default"]["OPTIONS"]["options"] = " ".join(
     filter(None, [DATABASES["default"]["OPTIONS"].get("options"), "-c hnsw.iterative_scan=strict_order"]))
 

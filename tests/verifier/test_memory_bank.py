@@ -98,26 +98,22 @@ def test_bootstrap_names_the_kg_it_cannot_find_and_starts_nothing():
 
 
 def test_a_precedent_is_found_behind_many_nearer_entries_the_search_filters_out():
-    """The HNSW index walks a bounded candidate list (hnsw.ef_search) and the status and relation filters are
-    applied to what it returns; so are rows a rolled-back transaction left in the index. A bank whose nearest
-    entries were retired since the planner last looked must still yield the precedent behind them."""
+    """The status and relation filters never hide a precedent: a bank whose 400 nearest entries were retired, and
+    whose table holds rows of rolled-back transactions, still yields the one entry behind them. (An HNSW index
+    filtered this way once missed the nearest entry outright; the bank is ranked exactly instead.)"""
     claim = "Douglas Adams country of citizenship United Kingdom"
     texts = [f"Douglas Adams {word} country of citizenship United Kingdom" for word in range(400)]
     MemoryEntry.objects.bulk_create(
         MemoryEntry(triple_text=text, trajectory="x", verdict="correct", embedding=vector, relation_label="country of citizenship")
         for text, vector in zip(texts, encoder.encode(texts), strict=True))
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE verifier_memoryentry")  # the planner now expects most rows to pass the filters
-        # and takes the index, as it does on a large bank; on this small one the table's history (the seed bank
-        # imported and rolled back by an earlier test) can tip it to a scan and a sort, so those are ruled out
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute("ANALYZE verifier_memoryentry")  # the planner expects most rows to pass the filters
     MemoryEntry.objects.update(status=MemoryEntry.Status.RETIRED)
     sartre = bank.add_entry(triple_text="Jean-Paul Sartre country of citizenship France", trajectory="x", verdict="correct",
                             relation_label="country of citizenship")
     plan = (MemoryEntry.objects.filter(status="active", relation_label="country of citizenship")
             .annotate(distance=CosineDistance("embedding", encoder.encode_one(claim))).order_by("distance")[:3].explain())
-    assert "memory_embedding_hnsw" in plan  # the approximate index is the path under test
+    assert "hnsw" not in plan.lower()  # an exact ranking
     assert [m.id for m in bank.for_claim(claim, 3, "country of citizenship")] == [sartre.pk]
 
 

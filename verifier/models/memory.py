@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from verifier.models.kg import EMBEDDING_DIMENSIONS, KnowledgeGraph
 from verifier.models.verification import Run, Verdict
@@ -40,18 +40,12 @@ class MemoryEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # No vector index: a bank holds hundreds to a few thousand entries, which an exact scan ranks in milliseconds,
+    # while an approximate (HNSW) scan filtered by relation and status was seen to miss the nearest entry outright
+    # once the graph held many rows of rolled-back or replaced versions.
     class Meta:
         verbose_name_plural = "memory entries"
         ordering = ["-created_at", "-id"]
-        indexes = [
-            HnswIndex(
-                name="memory_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
-        ]
 
     def __str__(self) -> str:
         return self.triple_text
