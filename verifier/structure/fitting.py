@@ -34,7 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from verifier.evaluation.datasets import kg_triple_set, negative_sampler, read_rows, validation_dataset
-from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
+from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel
 from verifier.structure.calibration import (
     BoostedCalibrator,
     CrossFitted,
@@ -45,6 +45,7 @@ from verifier.structure.calibration import (
     fold_assignment,
     matched_weights,
 )
+from verifier.structure.dataset import queued_triples
 from verifier.structure.rule_evidence import RULE_FEATURES
 from verifier.structure.rules import mine_rules
 from verifier.structure.scoring import FEATURES, LoadedModel
@@ -177,8 +178,7 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *, al
     never a KG triple, a queued one or one of ``also_true``; a positive with no same-type replacement has none.
     With ``limit``, the positives are corrupted in order until that many negatives are made."""
     in_kg = kg_triple_set(kg)
-    queued = set(VerificationTask.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
-    sampler, _ = negative_sampler(kg, scheme, in_kg, in_kg | queued | set(also_true))
+    sampler, _ = negative_sampler(kg, scheme, in_kg, in_kg | queued_triples(kg) | set(also_true))
     rng = random.Random(SEED)
     negatives = []
     for triple in positives:
@@ -192,10 +192,11 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *, al
 
 def calibrate_structural(model: StructuralModel) -> dict:
     """Fit the per-relation calibration of ``model`` and store it with its cross-validated error. The KG's rules are
-    mined again first, from what the network learns: without the triples it holds out (queued, calibration slice),
-    so that no rule owes its support to a triple it is then calibrated on or asked about."""
-    held_out = HeldOutTriple.objects.filter(model=model).values_list("head_id", "relation_id", "tail_id")
-    mine_rules(model.kg, without=set(held_out))
+    mined again first, without the triples the network was trained without (queued then, calibration slice) and
+    those queued since (a restored model's, or after an import), so that no rule owes its support to a triple it
+    is then calibrated on or asked about."""
+    held_out = set(HeldOutTriple.objects.filter(model=model).values_list("head_id", "relation_id", "tail_id"))
+    mine_rules(model.kg, without=held_out | queued_triples(model.kg))
     fit_set = structural_fit_set(model)
     rows, labels, relations = fit_set.rows, fit_set.labels, fit_set.relations
     if not rows or len(set(labels.tolist())) < 2:

@@ -288,7 +288,9 @@ def restorable(kg: KnowledgeGraph) -> int | None:
 
 
 def restore(kg: KnowledgeGraph, model_id: int) -> StructuralModel:
-    """Make the model the ready one replaced current again (a retraining that turned out worse)."""
+    """Make the model the ready one replaced current again (a retraining that turned out worse), calibrated again:
+    the KG's rules and its calibration's fit triples were the replacing model's, mined and drawn without that
+    model's held-out triples, not this one's."""
     with transaction.atomic():
         kg = KnowledgeGraph.objects.select_for_update().get(pk=kg.pk)
         row = StructuralModel.objects.defer("weights", "calibration").filter(kg=kg, pk=model_id).first()
@@ -304,6 +306,11 @@ def restore(kg: KnowledgeGraph, model_id: int) -> StructuralModel:
                                 f"{f'#{candidate}' if candidate else 'none'} (only the model the ready one replaced "
                                 f"keeps its weights, and only while the KG stays at the version it was trained on)")
         _make_current(kg, row)
+    row.refresh_from_db()
+    try:
+        calibrate_structural(row)
+    except ValueError as exc:  # as after training: a KG too small to calibrate keeps its scores uncalibrated
+        logger.warning("structural model #%s restored without a calibration: %s", row.pk, exc)
     row.refresh_from_db()
     return row
 

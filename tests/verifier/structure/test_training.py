@@ -392,9 +392,16 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     kg, _ = towns
     quick = replace(TINY, max_epochs=20, eval_every=20)  # how good the models are does not matter here
     first = train(kg, config=quick)
+    # A KG triple flagged after the first training: the second holds it out, and so draws another slice.
+    flagged = next(t for t in kg.triples.values_list("head_id", "relation_id", "tail_id")
+                   if not HeldOutTriple.objects.filter(model=first, head_id=t[0], relation_id=t[1], tail_id=t[2]).exists())
+    VerificationTask.objects.create(kg=kg, head_id=flagged[0], relation_id=flagged[1], tail_id=flagged[2])
     out = io.StringIO()
     call_command("train_kge", "towns", "--config", json.dumps(asdict(quick)), "--no-progress", stdout=out)
     second = StructuralModel.objects.ready_for(kg)
+    slice_of = {m: set(HeldOutTriple.objects.filter(model=m, reason="calibration").values_list("head_id", "relation_id", "tail_id"))
+                for m in (first, second)}
+    assert slice_of[first] != slice_of[second]
     assert f"It replaces model #{first.pk}; to undo: manage.py train_kge towns --restore {first.pk}" in out.getvalue()
     assert "manage.py calibrate --kg towns --calibration-triples" in out.getvalue()  # no weighing of its own yet
     assert StructuralModel.objects.filter(pk=first.pk, status="superseded", weights__isnull=False).exists()
@@ -403,6 +410,14 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     call_command("train_kge", "towns", "--restore", str(first.pk), stdout=out)
     assert f"#{first.pk} of towns v{kg.version} is ready again" in out.getvalue()
     assert StructuralModel.objects.ready_for(kg).pk == first.pk
+    # Calibrated again as itself: its own slice is what the fit triples hold, and the rules are mined without its
+    # held-out triples and without the triple flagged since (which it learnt, and which it may be asked about).
+    assert set(FitTriple.objects.filter(kg=kg, purpose="structural", label=True)
+               .values_list("head_id", "relation_id", "tail_id")) == slice_of[first]
+    held = set(HeldOutTriple.objects.filter(model=first).values_list("head_id", "relation_id", "tail_id")) | {flagged}
+    learnt = np.array([t for t in kg.triples.values_list("head_id", "relation_id", "tail_id") if t not in held])
+    assert {(r.relation_id, str(r.body), r.support) for r in MinedRule.objects.filter(kg=kg)} == {
+        (r.relation, str([list(a) for a in r.body]), r.support) for r in find_rules(learnt)}
     answer = StructuralEvidence(kg).plausibility("P0", "citizen_of", "C7")  # not a KG triple: any model may score it
     assert isinstance(answer, PlausibilityReport) and answer.model.pk == first.pk
     [status] = structural_statuses([kg.pk])

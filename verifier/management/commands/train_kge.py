@@ -1,7 +1,7 @@
 """``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model, with a
 progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does; ``--recalibrate``: refit the
 ready model's calibration only, its rules mined again first, in seconds; ``--restore N``: make model N, which
-the ready one replaced, ready again)."""
+the ready one replaced, ready again, recalibrated)."""
 
 from __future__ import annotations
 
