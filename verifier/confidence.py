@@ -82,6 +82,11 @@ def fit_key(task) -> str:
     return "\t".join((task.kg.name, task.head.external_id, task.relation.external_id, task.tail.external_id))
 
 
+def kgs_fitted_on(model: ConfidenceModel) -> set[str]:
+    """The names of the KGs whose runs ``model`` was fitted on (from its ``fit_key``s)."""
+    return {key.split("\t", 1)[0] for key in model.fitted or {}}
+
+
 def weights_of(model: ConfidenceModel, key: str = "") -> Weights:
     """The model's weights for the triple ``key`` (fit_key): those fitted without its fold if the model was
     fitted on it, else those fitted on all."""

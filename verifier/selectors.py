@@ -1,6 +1,6 @@
 """Reads shared by the pages, the API and /health/, so one query answers each question: the structural model
 of each local KG as people should read it (training 45 %, ready, stalled, failed, none; two queries, no
-weights loaded), the pace and order of the run queue, the memory bank's listing and the audit log's."""
+weights loaded), the pace and order of the run queue, unfinished evaluations' progress, the memory bank's listing and the audit log's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from verifier.memory import encoder
-from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel, Verdict
+from verifier.models import AuditEvent, EvaluationItem, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel, Verdict
 from verifier.models.memory import UNREVIEWED
 
 
@@ -311,3 +311,11 @@ def audit_events(*, action: str = "", actor: str = "", object_type: str = "", ob
         if value:
             events = events.filter(**{field: value})
     return events
+
+
+def verified_so_far(evaluation_ids: list[int]) -> dict[int, str]:
+    """Per unfinished evaluation, how many of its verifications have a run that ended (the progress its row shows)."""
+    ended = Q(run__isnull=False) & ~Q(run__status__in=Run.IN_FLIGHT)
+    counts = (EvaluationItem.objects.filter(evaluation_id__in=evaluation_ids).values("evaluation_id")
+              .annotate(total=Count("pk"), done=Count("pk", filter=ended)))
+    return {row["evaluation_id"]: f"{row['done']} of {row['total']}" for row in counts}

@@ -39,11 +39,12 @@ def start(spec: runner.EvaluationSpec, *, actor) -> tuple[Evaluation, str]:
     return evaluation, "started" if created else "resumed"
 
 
-def resume(evaluation: Evaluation, *, actor) -> bool:
-    """Hand a created or interrupted evaluation (back) to the worker; False when it is running or finished."""
+def resume(evaluation: Evaluation, *, actor, action: str = "evaluation.resume") -> bool:
+    """Hand a created or interrupted evaluation (back) to the worker (audited as ``action``); False when it is running
+    or finished."""
     if evaluation.status not in RESUMABLE:
         return False
-    _hand_to_worker(evaluation, actor=actor, action="evaluation.resume")
+    _hand_to_worker(evaluation, actor=actor, action=action)
     return True
 
 

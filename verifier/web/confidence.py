@@ -1,6 +1,7 @@
 """Workbench page: the verdicts' confidence per KG — the confidence model in force, how its verdicts fared against
-reviewers' decisions, and (admins) a confidence model refitted on those decisions, compared and put in force
-(verifier/confidence_reviews.py)."""
+reviewers' decisions, and (admins) candidate confidence models, compared and put in force: one refitted on those
+decisions (verifier/confidence_reviews.py), or, for a KG weighed by the model for every KG, one fitted on its
+verified structural calibration triples (verifier/own_weighing.py)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,32 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from verifier import confidence_reviews
-from verifier.evaluation import charts, reports
+from verifier import confidence_reviews, own_weighing
+from verifier.evaluation import charts, control, reports
 from verifier.models import ConfidenceModel, KnowledgeGraph
 from verifier.roles import ADMIN, VIEWER, role_required
+from verifier.selectors import verified_so_far
 
 
 @require_GET
 @role_required(VIEWER)
 def confidence_page(request: HttpRequest) -> HttpResponse:
     rows = [{"kg": row, "in_force": _model_row(row.in_force), "candidates": [_model_row(m) for m in row.candidates],
-             "reviewed": _reviewed_row(row.figures), "id_prefix": f"kg-{row.kg.pk}-"}
+             "reviewed": _reviewed_row(row.figures), "id_prefix": f"kg-{row.kg.pk}-",
+             "own": _own_row(row.kg) if own_weighing.wanted(row.kg) else None}
             for row in confidence_reviews.every_kg()]
     return render(request, "verifier/confidence.html", {"rows": rows})
+
+
+def _own_row(kg: KnowledgeGraph) -> dict | None:
+    """How far a KG weighed by the model for every KG is on the way to a weighing of its own."""
+    state = own_weighing.own_weighing(kg)
+    if state is None:
+        return None
+    evaluation = state.evaluation
+    unfinished = evaluation is not None and evaluation.status != evaluation.Status.FINISHED
+    return {"state": state, "progress": verified_so_far([evaluation.pk]).get(evaluation.pk) if unfinished else None,
+            "resumable": unfinished and evaluation.status in control.RESUMABLE and not evaluation.waiting_for_worker}
 
 
 def _model_row(model: ConfidenceModel | None) -> dict | None:
@@ -64,12 +78,42 @@ def refit(request: HttpRequest, kg_id: int) -> HttpResponse:
     except ValueError as exc:
         messages.error(request, f"No model fitted: {exc}")
     else:
-        cv = model.metrics.get("cross_validated") or {}
-        figures = (f" Out of fold its weighing agrees with the reviewers {cv['combined_accuracy']:.1%} of the time at ECE "
-                   f"{cv['ece']:.3f}." if cv else "")
         messages.success(request, f"Confidence model #{model.pk} fitted on {model.metrics['n']} reviewed runs of {kg.name}; "
-                                  f"not in force yet.{figures}")
+                                  f"not in force yet.{_out_of_fold(model, 'its weighing agrees with the reviewers')}")
     return redirect(f"{reverse('confidence')}#kg-{kg.pk}")
+
+
+@require_POST
+@role_required(ADMIN)
+def verify_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
+    kg = get_object_or_404(KnowledgeGraph, pk=kg_id)
+    try:
+        evaluation = own_weighing.verify_calibration_triples(kg, actor=request.user)
+    except ValueError as exc:
+        messages.error(request, f"Its calibration triples are not verified: {exc}")
+    else:
+        messages.success(request, f"The worker verifies the {evaluation.sample_size} calibration triples of {kg.name} in the "
+                                  f"evidence mode (evaluation {evaluation.name}); fit a model on them here when it has finished.")
+    return redirect(f"{reverse('confidence')}#kg-{kg.pk}")
+
+
+@require_POST
+@role_required(ADMIN)
+def fit_on_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
+    kg = get_object_or_404(KnowledgeGraph, pk=kg_id)
+    try:
+        model = own_weighing.fit_on_calibration_triples(kg, actor=request.user)
+    except ValueError as exc:
+        messages.error(request, f"No model fitted: {exc}")
+    else:
+        messages.success(request, f"Confidence model #{model.pk} fitted on {model.metrics['n']} verified calibration triples of "
+                                  f"{kg.name}; not in force yet.{_out_of_fold(model, 'its weighing is right')}")
+    return redirect(f"{reverse('confidence')}#kg-{kg.pk}")
+
+
+def _out_of_fold(model: ConfidenceModel, says: str) -> str:
+    cv = model.metrics.get("cross_validated") or {}
+    return f" Out of fold {says} {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}." if cv else ""
 
 
 @require_POST
@@ -96,6 +140,8 @@ urlpatterns = [
     path("confidence/", confidence_page, name="confidence"),
     path("confidence/<int:kg_id>/reliability.svg", reliability_chart, name="confidence-reliability"),
     path("confidence/<int:kg_id>/refit/", refit, name="confidence-refit"),
+    path("confidence/<int:kg_id>/calibration-triples/verify/", verify_calibration_triples, name="confidence-verify-calibration"),
+    path("confidence/<int:kg_id>/calibration-triples/fit/", fit_on_calibration_triples, name="confidence-fit-calibration"),
     path("confidence/models/<int:pk>/activate/", activate, name="confidence-activate"),
     path("confidence/models/<int:pk>/stand-down/", stand_down, name="confidence-stand-down"),
 ]

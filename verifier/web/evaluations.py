@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from verifier.evaluation import charts, control, metrics, reports
-from verifier.models import Evaluation, EvaluationItem, Run
+from verifier.models import Evaluation
 from verifier.roles import ADMIN, VIEWER, role_required
+from verifier.selectors import verified_so_far
 from verifier.web.forms import EvaluationStartForm
 
 app_name = "evaluations"
@@ -27,20 +27,12 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
              "values": [reports.fmt(e.metrics.get(k)) if "n" in e.metrics else "" for k in ("accuracy", "f1", "precision", "recall")],
              "ece": reports.fmt(reports.value(e.metrics, "calibration.ece"), "ratio") if "n" in e.metrics else ""}
             for e in evaluations]
-    done = _verified_so_far([e.pk for e in evaluations if e.status != Evaluation.Status.FINISHED])
+    done = verified_so_far([e.pk for e in evaluations if e.status != Evaluation.Status.FINISHED])
     for row in rows:
         row["done"] = done.get(row["evaluation"].pk)
     suites = sorted({e.suite for e in evaluations if e.suite})
     return render(request, "verifier/evaluations/list.html", {"rows": rows, "suites": suites, "evaluations": evaluations,
                                                               "start_form": EvaluationStartForm()})
-
-
-def _verified_so_far(evaluation_ids: list[int]) -> dict[int, str]:
-    """Per unfinished evaluation, how many of its verifications have a run that ended (the progress its row shows)."""
-    ended = Q(run__isnull=False) & ~Q(run__status__in=Run.IN_FLIGHT)
-    counts = (EvaluationItem.objects.filter(evaluation_id__in=evaluation_ids).values("evaluation_id")
-              .annotate(total=Count("pk"), done=Count("pk", filter=ended)))
-    return {row["evaluation_id"]: f"{row['done']} of {row['total']}" for row in counts}
 
 
 @require_POST

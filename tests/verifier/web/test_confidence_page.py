@@ -1,5 +1,6 @@
 """The confidence page: the model in force per KG, its verdicts against reviewers' decisions, and (admins) a model
-fitted on those decisions, put in force with the KG's runs re-weighed by the real worker."""
+fitted on those decisions or on the KG's verified structural calibration triples, put in force with the KG's runs
+re-weighed by the real worker."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.verifier.web.workbench import client_for, fast_password_hashing, sign
 from tests.workers import wait_for
 from verifier import confidence
 from verifier.agent.weighing import FEATURES
-from verifier.models import AuditEvent, ConfidenceModel, Review, Run, SupportItem, VerificationTask
+from verifier.models import AuditEvent, ConfidenceModel, Evaluation, Review, Run, SupportItem, VerificationTask
 
 
 def across_kgs_model() -> ConfidenceModel:
@@ -78,8 +79,9 @@ def test_the_page_shows_the_model_in_force_and_how_its_verdicts_fared_with_the_r
     bins = re.search(rf'id="kg-{kg.pk}-reliability-bins">(.*?)</table>', section, re.S).group(1)
     assert sum(int(n) for n in re.findall(r'<td class="num">(\d+)</td><td class="num">0\.\d+</td>', bins)) == 40
     assert "Fit a model on" not in section and "None yet: an admin fits one" in section  # a viewer cannot refit
-    assert "A weighing of its own before anything is reviewed" in section
+    assert "One can be fitted before anything is reviewed, on its structural calibration triples" in section
     assert f"<code>manage.py calibrate --kg {kg.name} --calibration-triples</code>" in section
+    assert "Its structural model is not trained yet: its calibration triples come from that training." in section
     # every run was weighed with no model recorded: none is this model's yet
     assert "40 finished runs of this KG\n    were weighed by another confidence model" in section
     chart = client.get(reverse("confidence-reliability", args=[kg.pk]))
@@ -143,3 +145,83 @@ def test_putting_a_candidate_in_force_reweighs_the_kgs_runs_and_standing_it_down
     wait_for(lambda: weighed_by(model.pk), what="the worker re-weighing the KG's runs with the model for every KG")
     assert [e.action for e in AuditEvent.objects.filter(object_type="verifier.confidencemodel").order_by("pk")] == [
         "confidence.fit", "confidence.activate", "confidence.stand_down"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_has_the_worker_verify_the_calibration_triples_and_fits_the_kgs_own_weighing_on_them(
+        make_user, celery_worker_process, monkeypatch):
+    """A KG weighed by the model for every KG: its structural calibration triples are verified by the worker in the
+    evidence mode, a candidate is fitted on those runs, and put in force."""
+    from tests.verifier.structure.test_training import TINY, generated_kg
+    from verifier.structure import dataset
+    from verifier.structure.fitting import calibration_triples
+    from verifier.structure.training import train
+
+    monkeypatch.setattr(dataset, "CALIBRATION_FRACTION", 0.12)  # a slice of 3% of 280 triples is too few to fit on
+    kg, _ = generated_kg("towns-own")
+    train(kg, config=TINY)
+    [shipped] = confidence.seed_shipped_models()
+    triples = calibration_triples(kg)
+    admin, viewer = signed_in(make_user("admin", "ada")), client_for(make_user, "viewer")
+
+    def section(client) -> str:
+        return client.get(reverse("confidence")).content.decode().split(f'id="kg-{kg.pk}"')[1].split("</section>")[0]
+
+    assert f"Verify its {len(triples)} calibration triples" in section(admin)
+    assert "Not started: an admin starts it here." in section(viewer) and "<button" not in section(viewer)
+    assert viewer.post(reverse("confidence-verify-calibration", args=[kg.pk])).status_code == 403
+    response = admin.post(reverse("confidence-verify-calibration", args=[kg.pk]))
+    assert response["Location"] == reverse("confidence") + f"#kg-{kg.pk}"
+    evaluation = Evaluation.objects.get(kg=kg)
+    assert (f"The worker verifies the {len(triples)} calibration triples of {kg.name} in the evidence mode (evaluation "
+            f"{evaluation.name})") in admin.get(response["Location"]).content.decode()
+    assert evaluation.mode == "evidence" and evaluation.sample_size == len(triples)
+    wait_for(lambda: Evaluation.objects.get(pk=evaluation.pk).status == Evaluation.Status.FINISHED,
+             what="the worker verifying the calibration triples", timeout=300)
+    verified = sorted((i.task.head_id, i.task.relation_id, i.task.tail_id, i.expected_label)
+                      for i in evaluation.items.select_related("task"))
+    assert verified == sorted(triples)
+    page = section(admin)
+    assert f"Its {len(triples)} calibration triples are verified" in page
+    assert f"Fit a model on its {len(triples)} verified calibration triples" in page
+
+    response = admin.post(reverse("confidence-fit-calibration", args=[kg.pk]))
+    candidate = ConfidenceModel.objects.get(kg=kg)
+    assert not candidate.active and confidence.active_model(kg.pk) == shipped  # a candidate, not in force
+    assert candidate.metrics["n"] == len(triples) and candidate.source == f"evaluation {evaluation.name}"
+    assert candidate.coefficients[FEATURES.index("structural_logit")] > 0
+    assert (f"Confidence model #{candidate.pk} fitted on {len(triples)} verified calibration triples of {kg.name}; not in "
+            f"force yet. Out of fold its weighing is right") in admin.get(response["Location"]).content.decode()
+    page = section(admin)
+    assert f"Confidence model <strong>#{candidate.pk}</strong> was fitted on its" in page and "among the candidates" in page
+    assert "Put in force" in re.search(rf'<tr data-model="{candidate.pk}">(.*?)</tr>', page, re.S).group(1)
+    assert AuditEvent.objects.get(action="confidence.fit").after["evaluation"] == evaluation.name
+
+    admin.post(reverse("confidence-activate", args=[candidate.pk]))
+    assert confidence.active_model(kg.pk) == candidate and ConfidenceModel.objects.get(pk=shipped.pk).active
+    assert "A weighing of its own" not in section(admin)  # it has one now
+
+
+@pytest.mark.django_db
+def test_the_calibration_triples_cannot_be_fitted_on_before_they_are_verified(world_kg, make_user):
+    across_kgs_model()
+    admin = client_for(make_user, "admin")
+    response = admin.post(reverse("confidence-fit-calibration", args=[world_kg.pk]))
+    assert "No model fitted: its calibration triples are not verified yet" in admin.get(response["Location"]).content.decode()
+    response = admin.post(reverse("confidence-verify-calibration", args=[world_kg.pk]))
+    assert ("Its calibration triples are not verified: Its structural model is not trained yet"
+            in admin.get(response["Location"]).content.decode())
+    assert not Evaluation.objects.exists() and ConfidenceModel.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_kg_the_model_for_every_kg_was_fitted_on_is_not_offered_a_weighing_of_its_own(world_kg, make_user):
+    model = across_kgs_model()
+    model.fitted = {f"{world_kg.name}\tQ42\tP27\tQ145": [0, True], "elsewhere\tQ1\tP1\tQ2": [1, False]}
+    model.save()
+    section = client_for(make_user, "admin").get(reverse("confidence")).content.decode().split(f'id="kg-{world_kg.pk}"')[1]
+    assert "A weighing of its own" not in section and "--calibration-triples" not in section
+    model.fitted = {"elsewhere\tQ1\tP1\tQ2": [1, False]}
+    model.save()
+    section = client_for(make_user, "viewer").get(reverse("confidence")).content.decode().split(f'id="kg-{world_kg.pk}"')[1]
+    assert "A weighing of its own" in section

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
-from verifier.evaluation.labelled import investigate
+from verifier.evaluation.labelled import calibration_evaluation_name, investigate
 from verifier.evaluation.runner import EvaluationError
 from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import find_evaluation, kg_named
@@ -120,9 +120,8 @@ class Command(BaseCommand):
                 raise CommandError(f"{kg.name} is a SPARQL endpoint: it has no structural model to take triples from")
             if not model.calibrated_at:
                 raise CommandError(f"{model.description} has no calibration: manage.py train_kge {kg.name} --recalibrate")
-            evaluation = investigate(kg, f"confidence-{kg.name}-structural-{model.pk}-{model.calibrated_at:%Y%m%d%H%M%S}",
-                                     lambda: calibration_triples(kg), mode="evidence",
-                                     concurrency=options["concurrency"], progress=not options["no_progress"],
+            evaluation = investigate(kg, calibration_evaluation_name(model), lambda: calibration_triples(kg),
+                                     mode="evidence", concurrency=options["concurrency"], progress=not options["no_progress"],
                                      log=self.stdout.write)
         except (EvaluationError, TrainingError, ValueError, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None

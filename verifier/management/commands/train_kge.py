@@ -11,8 +11,9 @@ import signal
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from verifier import own_weighing
 from verifier.management.lookup import kg_named
-from verifier.models import ConfidenceModel, Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
+from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
 from verifier.selectors import model_summary
 from verifier.structure import kge
 from verifier.structure.fitting import against_each_kind_line, calibrate_structural
@@ -117,7 +118,7 @@ class Command(BaseCommand):
 
     def _weighing_hint(self, kg: KnowledgeGraph) -> None:
         """A KG weighed by the model for every KG (fitted on another KG's evidence) can have one of its own."""
-        if not ConfidenceModel.objects.filter(kg=kg, active=True).exists():
+        if own_weighing.wanted(kg):
             self.stdout.write(f"Verdicts on {kg.name} are weighed by the confidence model for every KG; to fit one on its own "
                               f"evidence (its calibration triples, in a minute or so): manage.py calibrate --kg {kg.name} "
                               "--calibration-triples")
