@@ -79,3 +79,20 @@ def codex_like(world_kg, settings, tmp_path):
     (triples / "valid_negatives.txt").write_text(CODEX_NEGATIVES)
     settings.KGV_DATA_DIR = tmp_path
     return world_kg
+
+
+@pytest.fixture
+def weighed_by_every_kg(monkeypatch):
+    """A generated KG whose structural model is trained and calibrated, weighed by the shipped confidence model for
+    every KG (fitted on CoDEx-S), as a curator's own KG is: (kg, structural model, the model for every KG).
+    Transactional tests only (the worker that verifies its calibration triples sees committed rows)."""
+    from tests.verifier.structure.test_training import TINY, generated_kg
+    from verifier import confidence
+    from verifier.structure import dataset
+    from verifier.structure.training import train
+
+    monkeypatch.setattr(dataset, "CALIBRATION_FRACTION", 0.12)  # a slice of 3% of 280 triples is too few to fit on
+    kg, _ = generated_kg("towns-weighed")
+    model = train(kg, config=TINY)
+    [shipped] = confidence.seed_shipped_models()
+    return kg, model, shipped

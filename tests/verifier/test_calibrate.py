@@ -261,19 +261,13 @@ def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_
 
 @pytest.mark.django_db(transaction=True)
 def test_a_kg_with_no_labelled_runs_gets_its_own_weighing_from_its_calibration_triples(celery_worker_process, capsys,
-                                                                                      monkeypatch):
+                                                                                      weighed_by_every_kg):
     """The structural model's calibration triples (the slice it was trained without, and corruptions of it) are
     verified in the evidence mode by the worker, and the KG's own confidence model is fitted on those runs."""
-    from tests.verifier.structure.test_training import TINY, generated_kg
-    from verifier.structure import dataset
     from verifier.structure.fitting import structural_fit_set
     from verifier.structure.scoring import loaded
-    from verifier.structure.training import train
 
-    monkeypatch.setattr(dataset, "CALIBRATION_FRACTION", 0.12)  # a slice of 3% of 280 triples is too few to fit on
-    kg, _ = generated_kg("towns-weighed")
-    model = train(kg, config=TINY)
-    [shipped] = confidence.seed_shipped_models()  # in force for every KG, as on an installation (fitted on CoDEx-S)
+    kg, model, shipped = weighed_by_every_kg
     calibrated_on = sorted(structural_fit_set(model).rows)  # what the training's calibration drew
     call_command("calibrate", kg=kg.name, calibration_triples=True, no_progress=True)
     evaluation = Evaluation.objects.get(kg=kg)

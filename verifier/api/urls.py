@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
-from verifier.api import claims, views, webhooks
+from verifier.api import claims, confidence, views, webhooks
 
 app_name = "api"
 
@@ -23,6 +23,7 @@ router.register("evaluations", views.EvaluationViewSet, basename="evaluation")
 router.register("audit", views.AuditEventViewSet, basename="audit")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 router.register("claims", claims.ClaimViewSet, basename="claim")
+router.register("confidence-models", confidence.ConfidenceModelViewSet, basename="confidence-model")
 
 urlpatterns = [
     *router.urls,

@@ -86,6 +86,20 @@ ENDPOINTS = [
              lambda o: {"decision": "comment", "reason": "Which Cambridge?"}),
     Endpoint("claim decision", "post", "reviewer", 201, lambda o: reverse("api:claim-review", args=[o["written_claim"].pk]),
              lambda o: {"decision": "override", "verdict": "refuted", "reason": "He was born in Cambridge, England."}),
+    Endpoint("confidence model list", "get", "viewer", 200, lambda o: reverse("api:confidence-model-list") + "?active=true"),
+    Endpoint("confidence model detail", "get", "viewer", 200,
+             lambda o: reverse("api:confidence-model-detail", args=[o["own_model"].pk])),
+    Endpoint("confidence model activate", "post", "admin", 200,
+             lambda o: reverse("api:confidence-model-activate", args=[o["own_model"].pk])),
+    Endpoint("confidence model stand down", "post", "admin", 200,
+             lambda o: reverse("api:confidence-model-stand-down", args=[o["own_model"].pk])),
+    Endpoint("confidence model refit", "post", "admin", 400, lambda o: reverse("api:confidence-model-refit"),
+             lambda o: {"kg": o["kg"].pk}),  # too few reviewed runs: refused with the reason, past the permission check
+    Endpoint("own weighing", "get", "viewer", 200, lambda o: reverse("api:confidence-model-own-weighing-state") + f"?kg={o['kg'].pk}"),
+    Endpoint("own weighing verify", "post", "admin", 409, lambda o: reverse("api:confidence-model-verify-calibration-triples"),
+             lambda o: {"kg": o["kg"].pk}),  # the KG has no structural model to take calibration triples from
+    Endpoint("own weighing fit", "post", "admin", 409, lambda o: reverse("api:confidence-model-fit-on-calibration-triples"),
+             lambda o: {"kg": o["kg"].pk}),  # nothing verified yet
     Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
     Endpoint("schema", "get", "viewer", 200, lambda o: reverse("api:schema")),
     Endpoint("docs", "get", "viewer", 200, lambda o: reverse("api:docs")),
@@ -96,7 +110,7 @@ ENDPOINTS = [
 def objects(verified):
     from tests.http_fixtures import refused_url
     from tests.verifier.exports.verified_runs import make_task
-    from verifier.models import AuditEvent, Claim, Evaluation, Webhook
+    from verifier.models import AuditEvent, Claim, ConfidenceModel, Evaluation, Webhook
 
     other = make_task(verified["kg"], tail="Q90")  # its run in flight leaves verified["task"] free to start
     queued = Run.objects.create(task=other, status=Run.Status.QUEUED)
@@ -110,7 +124,10 @@ def objects(verified):
                                  error="the model could not be asked")
     written_claim = Claim.objects.create(kg=verified["kg"], text="Douglas Adams was born in Cambridge.",
                                          status=Claim.Status.DECOMPOSED)
-    return {**verified, "queued": queued, "audit": audit, "evaluation": evaluation, "waiting": waiting, "rerun": rerun, "webhook": webhook,
+    own_model = ConfidenceModel.objects.create(kg=verified["kg"], features=["structural_logit"], coefficients=[1.0], intercept=0.0,
+                                               source="permissions", metrics={"n": 40})
+    return {**verified, "queued": queued, "audit": audit, "own_model": own_model, "evaluation": evaluation, "waiting": waiting,
+            "rerun": rerun, "webhook": webhook,
             "claim": claim, "written_claim": written_claim}
 
 

@@ -149,18 +149,12 @@ def test_putting_a_candidate_in_force_reweighs_the_kgs_runs_and_standing_it_down
 
 @pytest.mark.django_db(transaction=True)
 def test_an_admin_has_the_worker_verify_the_calibration_triples_and_fits_the_kgs_own_weighing_on_them(
-        make_user, celery_worker_process, monkeypatch):
+        make_user, celery_worker_process, weighed_by_every_kg):
     """A KG weighed by the model for every KG: its structural calibration triples are verified by the worker in the
     evidence mode, a candidate is fitted on those runs, and put in force."""
-    from tests.verifier.structure.test_training import TINY, generated_kg
-    from verifier.structure import dataset
     from verifier.structure.fitting import calibration_triples
-    from verifier.structure.training import train
 
-    monkeypatch.setattr(dataset, "CALIBRATION_FRACTION", 0.12)  # a slice of 3% of 280 triples is too few to fit on
-    kg, _ = generated_kg("towns-own")
-    train(kg, config=TINY)
-    [shipped] = confidence.seed_shipped_models()
+    kg, _, shipped = weighed_by_every_kg
     triples = calibration_triples(kg)
     admin, viewer = signed_in(make_user("admin", "ada")), client_for(make_user, "viewer")
 
