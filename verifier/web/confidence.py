@@ -72,42 +72,39 @@ def reliability_chart(request: HttpRequest, kg_id: int) -> HttpResponse:
 @require_POST
 @role_required(ADMIN)
 def refit(request: HttpRequest, kg_id: int) -> HttpResponse:
-    kg = get_object_or_404(KnowledgeGraph, pk=kg_id)
-    try:
-        model = confidence_reviews.refit_on_reviews(kg, actor=request.user)
-    except ValueError as exc:
-        messages.error(request, f"No model fitted: {exc}")
-    else:
-        messages.success(request, f"Confidence model #{model.pk} fitted on {model.metrics['n']} reviewed runs of {kg.name}; "
-                                  f"not in force yet.{_out_of_fold(model, 'its weighing agrees with the reviewers')}")
-    return redirect(f"{reverse('confidence')}#kg-{kg.pk}")
+    return _on_kg(request, kg_id, lambda kg: confidence_reviews.refit_on_reviews(kg, actor=request.user), "No model fitted",
+                  lambda kg, model: f"Confidence model #{model.pk} fitted on {model.metrics['n']} reviewed runs of {kg.name}; "
+                                    f"not in force yet.{_out_of_fold(model, 'its weighing agrees with the reviewers')}")
 
 
 @require_POST
 @role_required(ADMIN)
 def verify_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
-    kg = get_object_or_404(KnowledgeGraph, pk=kg_id)
-    try:
-        evaluation = own_weighing.verify_calibration_triples(kg, actor=request.user)
-    except ValueError as exc:
-        messages.error(request, f"Its calibration triples are not verified: {exc}")
-    else:
-        messages.success(request, f"The worker verifies the {evaluation.sample_size} calibration triples of {kg.name} in the "
-                                  f"evidence mode (evaluation {evaluation.name}); fit a model on them here when it has finished.")
-    return redirect(f"{reverse('confidence')}#kg-{kg.pk}")
+    return _on_kg(request, kg_id, lambda kg: own_weighing.verify_calibration_triples(kg, actor=request.user),
+                  "Its calibration triples are not verified",
+                  lambda kg, evaluation: f"The worker verifies the {evaluation.sample_size} calibration triples of {kg.name} in "
+                                         f"the evidence mode (evaluation {evaluation.name}); fit a model on them here when it "
+                                         "has finished.")
 
 
 @require_POST
 @role_required(ADMIN)
 def fit_on_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
+    return _on_kg(request, kg_id, lambda kg: own_weighing.fit_on_calibration_triples(kg, actor=request.user), "No model fitted",
+                  lambda kg, model: f"Confidence model #{model.pk} fitted on {model.metrics['n']} verified calibration triples "
+                                    f"of {kg.name}; not in force yet.{_out_of_fold(model, 'its weighing is right')}")
+
+
+def _on_kg(request: HttpRequest, kg_id: int, act, refused: str, done) -> HttpResponse:
+    """An admin's action on one KG's confidence: ``act(kg)`` calls the service; its ValueError is shown after
+    ``refused``, its result as ``done(kg, result)``; back to the KG's section of the page."""
     kg = get_object_or_404(KnowledgeGraph, pk=kg_id)
     try:
-        model = own_weighing.fit_on_calibration_triples(kg, actor=request.user)
+        result = act(kg)
     except ValueError as exc:
-        messages.error(request, f"No model fitted: {exc}")
+        messages.error(request, f"{refused}: {exc}")
     else:
-        messages.success(request, f"Confidence model #{model.pk} fitted on {model.metrics['n']} verified calibration triples of "
-                                  f"{kg.name}; not in force yet.{_out_of_fold(model, 'its weighing is right')}")
+        messages.success(request, done(kg, result))
     return redirect(f"{reverse('confidence')}#kg-{kg.pk}")
 
 
