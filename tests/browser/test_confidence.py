@@ -11,7 +11,7 @@ from tests.browser.conftest import sign_in
 from tests.browser.test_workbench import shoot, task_of
 from tests.users import PASSWORD
 from tests.verifier.web.structure_rows import ready, training
-from verifier.models import Run, Step, StructuralModel
+from verifier.models import Evaluation, Run, Step, StructuralModel
 from verifier.realtime.publish import publish_run_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -62,3 +62,31 @@ def test_the_structural_model_strip_follows_training_to_ready_without_a_reload(b
     page.wait_for_selector(f"#structure-status .structure-model[data-kg-id='{world_kg.pk}'][data-state=ready]")
     assert "ready: ComplEx, held-out MRR 0.430" in line.inner_text() and line.locator("progress").is_hidden()
     assert page.evaluate("window.__sameDocument") is True
+
+
+def test_the_confidence_page_follows_the_calibration_triples_to_the_fit_button(browser_context, weighed_by_every_kg, make_user):
+    """The verification of a KG's calibration triples, as the worker records it, shows on the confidence page without a
+    reload; when it has finished the page comes back with the button that fits a model on them."""
+    from verifier.evaluation.labelled import calibration_evaluation
+
+    kg, structural, _ = weighed_by_every_kg
+    make_user("admin", username="ada")
+    evaluation = calibration_evaluation(structural)  # drawn, not handed to the worker: this test plays the worker
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.RUNNING)
+    total = evaluation.items.count()
+    page = sign_in(browser_context, "ada", PASSWORD)
+    page.goto("/confidence/")
+    line = page.locator(f"section[data-kg='{kg.name}'] .own-progress")
+    assert f"running, 0 of {total} verified." in " ".join(line.inner_text().split())
+    page.evaluate("window.__sameDocument = true")
+
+    for item in evaluation.items.select_related("task")[:3]:
+        item.run = Run.objects.create(task=item.task, status=Run.Status.SUCCEEDED, verdict="correct", config={"mode": "evidence"})
+        item.save(update_fields=["run"])
+    page.wait_for_function(f"document.querySelector('.own-progress .own-verified').textContent === '3 of {total}'")
+    assert page.evaluate("window.__sameDocument") is True
+    shoot(page, "own-weighing-progress")
+
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FINISHED)
+    page.wait_for_selector(f"section[data-kg='{kg.name}'] form.fit-calibration button")
+    assert f"Fit a model on its {total} verified calibration triples" in page.inner_text(f"section[data-kg='{kg.name}']")

@@ -51,6 +51,7 @@ class OwnWeighingSerializer(serializers.Serializer):
     evaluation = serializers.IntegerField(allow_null=True, help_text="their evidence-mode evaluation, once started")
     evaluation_status = serializers.CharField(allow_null=True)
     verified = serializers.CharField(allow_null=True, help_text="progress of an unfinished evaluation: 'k of n'")
+    waiting_for_worker = serializers.BooleanField(help_text="handed to the worker, which drives another evaluation first")
     fitted = serializers.IntegerField(allow_null=True, help_text="the confidence model fitted on them, once fitted")
     refused = serializers.CharField(help_text="why they cannot be verified yet; empty when they can")
 
@@ -64,6 +65,7 @@ def _own_weighing_data(kg: KnowledgeGraph) -> dict:
             "calibration_triples": state.triples, "evaluation": evaluation.pk if evaluation else None,
             "evaluation_status": evaluation.status if evaluation else None,
             "verified": verified_so_far([evaluation.pk]).get(evaluation.pk) if evaluation else None,
+            "waiting_for_worker": bool(evaluation and evaluation.waiting_for_worker),
             "fitted": state.fitted.pk if state.fitted else None, "refused": state.refused}
 
 
