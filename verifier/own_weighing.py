@@ -54,7 +54,7 @@ def own_weighing(kg: KnowledgeGraph) -> OwnWeighing | None:
                                                       f"manage.py train_kge {kg.name} --recalibrate")
     name = calibration_evaluation_name(structural)
     triples = FitTriple.objects.filter(kg=kg, purpose=FitTriple.Purpose.STRUCTURAL_CALIBRATION).count()
-    refused = "" if triples else "Its structural calibration recorded no triples: manage.py train_kge --recalibrate"
+    refused = "" if triples else f"Its structural calibration recorded no triples: manage.py train_kge {kg.name} --recalibrate"
     return OwnWeighing(structural, triples, Evaluation.objects.filter(name=name).first(),
                        ConfidenceModel.objects.filter(kg=kg, source=f"evaluation {name}").order_by("-pk").first(), refused)
 

@@ -45,9 +45,15 @@ def investigate(kg: KnowledgeGraph, name: str, draw: Callable[[], LabelledRows],
                 concurrency: int = 1, progress: bool = True, log: Callable[[str], None] = print) -> Evaluation:
     """Verify the triples ``draw`` returns as the evaluation ``name`` (``labelled_evaluation``) in this process, with
     workers of its own if none is running."""
-    evaluation = labelled_evaluation(kg, name, draw, mode=mode, seed=seed, concurrency=concurrency)
-    log(f"Verifying {evaluation.items.count()} labelled triples of {kg.name} ({evaluation.name}, {mode})…")
-    with worker_pool(concurrency, log=log, needs_model=mode not in MODEL_FREE_MODES):
+    return drive_here(labelled_evaluation(kg, name, draw, mode=mode, seed=seed, concurrency=concurrency),
+                      concurrency=concurrency, progress=progress, log=log)
+
+
+def drive_here(evaluation: Evaluation, *, concurrency: int = 1, progress: bool = True,
+               log: Callable[[str], None] = print) -> Evaluation:
+    """Verify a labelled evaluation to its end in this process, with workers of its own if none is running."""
+    log(f"Verifying {evaluation.items.count()} labelled triples of {evaluation.kg.name} ({evaluation.name}, {evaluation.mode})…")
+    with worker_pool(concurrency, log=log, needs_model=evaluation.mode not in MODEL_FREE_MODES):
         drive(evaluation, concurrency=concurrency, progress=progress, log=log)
     return evaluation
 

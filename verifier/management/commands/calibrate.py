@@ -12,12 +12,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
-from verifier.evaluation.labelled import calibration_evaluation_name, investigate
+from verifier.evaluation.labelled import calibration_evaluation, drive_here
 from verifier.evaluation.runner import EvaluationError
 from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import find_evaluation, kg_named
 from verifier.models import ConfidenceModel, Run
-from verifier.structure.fitting import calibration_triples
 from verifier.structure.training import TrainingError, wait_for_model
 
 
@@ -120,9 +119,8 @@ class Command(BaseCommand):
                 raise CommandError(f"{kg.name} is a SPARQL endpoint: it has no structural model to take triples from")
             if not model.calibrated_at:
                 raise CommandError(f"{model.description} has no calibration: manage.py train_kge {kg.name} --recalibrate")
-            evaluation = investigate(kg, calibration_evaluation_name(model), lambda: calibration_triples(kg),
-                                     mode="evidence", concurrency=options["concurrency"], progress=not options["no_progress"],
-                                     log=self.stdout.write)
+            evaluation = drive_here(calibration_evaluation(model, concurrency=options["concurrency"]),
+                                    concurrency=options["concurrency"], progress=not options["no_progress"], log=self.stdout.write)
         except (EvaluationError, TrainingError, ValueError, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
