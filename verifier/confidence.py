@@ -238,7 +238,7 @@ def fit(pairs: list[tuple[Run, bool]], *, kg=None, source: str = "", activate: b
             "agent_runs": int(answered.sum()),
             "agent_combined_accuracy": round(float(weighed_right[answered].mean()), 4) if answered.any() else None,
             "answer_accuracy": round(float(((answers[answered] > 0) == truth[answered]).mean()), 4) if answered.any() else None,
-            **_structural_alone(x, truth, weighed_right)}
+            **_structural_alone(x, truth, weighed_right), **_in_force_on(active_model(kg.pk if kg else None), x, keys, truth)}
     final = weights(np.arange(len(y)))
     fitted = {key: [fold_of.get(key), bool(label)] for key, (_, label) in triples.items()}
     with transaction.atomic():
@@ -262,6 +262,17 @@ def _structural_alone(x: np.ndarray, truth: np.ndarray, weighed_right: np.ndarra
     right = (x[scored, FEATURES.index("structural_logit")] > 0) == truth[scored]
     return {"structural_runs": int(scored.sum()), "structural_accuracy": round(float(right.mean()), 4),
             "weighed_accuracy_on_structural_runs": round(float(weighed_right[scored].mean()), 4)}
+
+
+def _in_force_on(model: ConfidenceModel | None, x: np.ndarray, keys: list[str], truth: np.ndarray) -> dict:
+    """The other comparator: how the model in force for the same KGs weighs the same runs (each fitted triple of its
+    own by the weights fitted without it). A candidate worth putting in force beats it here, not only on paper."""
+    if model is None:
+        return {"in_force_model": None, "in_force_accuracy": None, "in_force_ece": None}
+    p_true = np.array([weights_of(model, key).probability_of(row) for key, row in zip(keys, x, strict=True)])
+    right = (p_true >= 0.5) == truth
+    return {"in_force_model": model.pk, "in_force_accuracy": round(float(right.mean()), 4),
+            "in_force_ece": round(expected_calibration_error(np.maximum(p_true, 1 - p_true), right), 4)}
 
 
 def record_fitted(model: ConfidenceModel) -> int:

@@ -283,6 +283,7 @@ def test_a_kg_with_no_labelled_runs_gets_its_own_weighing_from_its_calibration_t
     out = capsys.readouterr().out
     assert f"Verifying {len(verified)} labelled triples of {kg.name}" in out
     assert f"fitted on {len(verified)} labelled runs (evaluation {evaluation.name})" in out
+    assert f"The model in force then (#{shipped.pk}) weighs the same runs right" in out
     assert f"Re-assessed {len(verified)} finished weighed runs" in out  # weighed by the shipped model, then by its own
     assert {item.run.pk for item in items} == set(Run.objects.filter(assessment__confidence_model=own.pk).values_list("pk", flat=True))
     assert ConfidenceModel.objects.get(pk=shipped.pk).active  # still in force for the other KGs

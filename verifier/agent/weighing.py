@@ -146,7 +146,11 @@ class Weights:
         return any(abs(self.weight(feature)) > 1e-9 for feature in SIGNALS[signal])
 
     def probability(self, evidence: Evidence) -> float:
-        z = self.intercept + sum(c * x for c, x in zip(self.coefficients, evidence.vector(), strict=True))
+        return self.probability_of(evidence.vector())
+
+    def probability_of(self, vector) -> float:
+        """P(true) of an evidence vector (``Evidence.vector``)."""
+        z = self.intercept + sum(c * float(x) for c, x in zip(self.coefficients, vector, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 

@@ -47,6 +47,8 @@ def _model_row(model: ConfidenceModel | None) -> dict | None:
     return {"model": model, "n": (model.metrics or {}).get("n"), "folds": cv.get("folds"),
             "accuracy": reports.fmt(cv.get("combined_accuracy")), "ece": reports.fmt(cv.get("ece"), "ratio"),
             "structural": reports.fmt(cv.get("structural_accuracy")),
+            "in_force_then": (f"{reports.fmt(cv['in_force_accuracy'])} (#{cv['in_force_model']}, ECE "
+                              f"{reports.fmt(cv['in_force_ece'], 'ratio')})" if cv.get("in_force_model") else "–"),
             "scope": model.kg.name if model.kg_id else "every KG without a model of its own"}
 
 

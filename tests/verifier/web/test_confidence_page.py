@@ -103,7 +103,7 @@ def test_a_kg_with_too_few_reviews_says_how_many_a_refit_needs(world_kg, make_us
 
 @pytest.mark.django_db
 def test_an_admin_fits_a_candidate_on_the_reviews_which_leaves_the_model_in_force(reviewed, make_user):
-    kg, model, _ = reviewed
+    kg, model, runs = reviewed
     admin = make_user("admin", "ada")
     client = signed_in(admin)
     assert client_for(make_user, "reviewer").post(reverse("confidence-refit", args=[kg.pk])).status_code == 403
@@ -118,6 +118,10 @@ def test_an_admin_fits_a_candidate_on_the_reviews_which_leaves_the_model_in_forc
             f"weighing agrees with the reviewers {cv['combined_accuracy']:.1%}") in page
     row = re.search(rf'<tr data-model="{candidate.pk}">(.*?)</tr>', page, re.S).group(1)
     assert f'<td class="num">{cv["combined_accuracy"] * 100:.1f}</td>' in row and "Put in force" in row
+    # beside it, the model in force weighing the same runs: here the structural probability's side of 0.5
+    kept = sum((confidence.stored_evidence(run).structural_probability >= 0.5) == label for run, label in runs) / len(runs)
+    assert cv["in_force_model"] == model.pk and cv["in_force_accuracy"] == pytest.approx(kept, abs=1e-4)
+    assert f'<td class="num">{kept * 100:.1f} (#{model.pk}, ECE {cv["in_force_ece"]:.3f})</td>' in row
     event = AuditEvent.objects.get(action="confidence.fit")
     assert event.actor == admin and event.object_id == str(candidate.pk) and event.after["n"] == 40
 

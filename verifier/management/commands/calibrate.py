@@ -20,6 +20,14 @@ from verifier.models import ConfidenceModel, Run
 from verifier.structure.training import TrainingError, wait_for_model
 
 
+def _against_in_force(cv: dict) -> str:
+    """How the model in force when it was fitted weighed the same runs."""
+    if cv.get("in_force_model") is None:
+        return ""
+    return (f" The model in force then (#{cv['in_force_model']}) weighs the same runs right {cv['in_force_accuracy']:.1%} of "
+            f"the time at ECE {cv['in_force_ece']:.3f}.")
+
+
 def _against_structural(cv: dict, previous: ConfidenceModel | None) -> str:
     """The structural probability alone on the same runs, and what to do when the weighing does not beat it."""
     if cv.get("structural_accuracy") is None:
@@ -97,7 +105,7 @@ class Command(BaseCommand):
                      f"were right {cv['answer_accuracy']:.1%}" if cv["agent_runs"] else "")
             figures = (f"Cross-fitted over {cv['folds']} folds (each fitted triple is weighed by the weights fitted without it): "
                        f"the weighed evidence is right {cv['combined_accuracy']:.1%} of the time at ECE {cv['ece']:.3f}{agent}."
-                       f"{_against_structural(cv, previous)}")
+                       f"{_against_structural(cv, previous)}{_against_in_force(cv)}")
         else:
             figures = "Too few true or false triples for folds: its triples are recorded as fitted, and no evaluation draws them."
         self.stdout.write(self.style.SUCCESS(
