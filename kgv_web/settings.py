@@ -256,6 +256,7 @@ SPECTACULAR_SETTINGS = {
         "EvaluationStatusEnum": "verifier.models.Evaluation.Status",
         "ReviewDecisionEnum": "verifier.models.Review.Decision",
         "ClaimReviewDecisionEnum": "verifier.models.ClaimReview.Decision",
+        "KnowledgeGraphKindEnum": "verifier.models.KnowledgeGraph.Kind",
     },
 }
 

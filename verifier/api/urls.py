@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
-from verifier.api import claims, confidence, views, webhooks
+from verifier.api import claims, confidence, kgs, views, webhooks
 
 app_name = "api"
 
@@ -16,6 +16,7 @@ class _Router(DefaultRouter):
 
 
 router = _Router()
+router.register("kgs", kgs.KnowledgeGraphViewSet, basename="kg")
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memory", views.MemoryViewSet, basename="memory")

@@ -35,6 +35,8 @@ def csv_upload(objects):
 
 ENDPOINTS = [
     Endpoint("api root", "get", "viewer", 200, lambda o: reverse("api:api-root")),
+    Endpoint("kg list", "get", "viewer", 200, lambda o: reverse("api:kg-list")),
+    Endpoint("kg detail", "get", "viewer", 200, lambda o: reverse("api:kg-detail", args=[o["kg"].pk])),
     Endpoint("task list", "get", "viewer", 200, lambda o: reverse("api:task-list")),
     Endpoint("task detail", "get", "viewer", 200, lambda o: reverse("api:task-detail", args=[o["task"].pk])),
     Endpoint("task import", "post", "curator", 201, lambda o: reverse("api:task-import"), csv_upload),
