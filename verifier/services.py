@@ -25,6 +25,7 @@ from verifier.models import (
     Review,
     Run,
     SavedView,
+    StructuralModel,
     Verdict,
     VerificationTask,
     Webhook,
@@ -32,7 +33,8 @@ from verifier.models import (
 from verifier.models.memory import UNREVIEWED
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.realtime.publish import publish_run_status
-from verifier.structure.training import retrain_if_learnt
+from verifier.selectors import structural_statuses
+from verifier.structure.training import request_training, retrain_if_learnt
 from verifier.tasks import run_verification
 
 
@@ -453,3 +455,22 @@ def delete_view(*, view, user) -> None:
     with transaction.atomic():
         record_audit(actor=user, action="view.delete", obj=view, before={"name": view.name, "query": view.query})
         view.delete()
+
+
+def train_structural_model(*, kg, actor) -> StructuralModel:
+    """Queue a training of the KG's current version where none serves it: its model failed, stalled (its worker is
+    gone; the new job replaces it when it starts) or was never trained. ValueError says why not: a SPARQL endpoint,
+    a KG with no triples, a training queued or running, or a ready model (``manage.py train_kge`` retrains one)."""
+    if kg.kind != KnowledgeGraph.Kind.LOCAL or kg.version == 0:
+        raise ValueError(f"{kg.name} has no triples of its own to train on" if kg.kind == KnowledgeGraph.Kind.LOCAL
+                         else f"{kg.name} is a SPARQL endpoint: it has no structural model")
+    [status] = structural_statuses([kg.pk])
+    if status.state not in ("failed", "stalled", "none"):
+        raise ValueError(f"the structural model of {kg.name} is {status.text}: nothing to train again "
+                         f"(manage.py train_kge {kg.name} retrains a ready one)")
+    with transaction.atomic():
+        row = request_training(kg, reason=f"requested by {actor.get_username()} after the model {status.state}")
+        if row is None:
+            raise ValueError(f"a training of {kg.name} is already queued or running")
+        record_audit(actor=actor, action="structure.train", obj=row, after={"kg": kg.name, "after": status.state})
+    return row

@@ -90,3 +90,26 @@ def test_the_confidence_page_follows_the_calibration_triples_to_the_fit_button(b
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FINISHED)
     page.wait_for_selector(f"section[data-kg='{kg.name}'] form.fit-calibration button")
     assert f"Fit a model on its {total} verified calibration triples" in page.inner_text(f"section[data-kg='{kg.name}']")
+
+
+def test_an_admin_trains_a_failed_model_again_from_the_strip_and_follows_the_new_job(browser_context, make_user):
+    """The button appears where no model serves the KG; the worker takes the new job at once (this KG has nothing to
+    train on, so it fails fast and the button comes back) and the strip follows it without a reload."""
+    from tests.verifier.web.structure_rows import failed, local_kg
+
+    kg = local_kg("empty-kg")
+    broken = failed(kg, error="TrainingError: out of memory")
+    make_user("admin", username="ines")
+    page = sign_in(browser_context, "ines", PASSWORD)
+    page.goto("/?status=pending")
+    line = page.locator(f"#structure-status .structure-model[data-kg-id='{kg.pk}']")
+    button = line.get_by_role("button", name="Train it again")
+    assert "failed: TrainingError: out of memory" in line.inner_text() and button.is_visible()
+    shoot(page, "structure-failed")
+    button.click()
+    page.wait_for_url("**/?status=pending")
+    assert "is queued" in page.inner_text("main")
+    page.wait_for_selector(f"#structure-status .structure-model[data-kg-id='{kg.pk}'][data-state=failed]", timeout=60_000)
+    assert "empty-kg has no triples to train on" in line.inner_text() and button.is_visible()
+    retried = StructuralModel.objects.exclude(pk=broken.pk).get(kg=kg)
+    assert retried.status == StructuralModel.Status.FAILED and "no triples to train on" in retried.error

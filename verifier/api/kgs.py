@@ -3,10 +3,16 @@ structural model's state (as the workbench's strip shows it) and the confidence 
 
 from __future__ import annotations
 
-from rest_framework import serializers, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from verifier import confidence
+from verifier import confidence, services
+from verifier.api.errors import Conflict
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, Triple
+from verifier.roles import ADMIN
 from verifier.selectors import structural_statuses
 
 
@@ -46,15 +52,30 @@ class KnowledgeGraphDetailSerializer(KnowledgeGraphSerializer):
 
 
 class KnowledgeGraphViewSet(viewsets.ReadOnlyModelViewSet):
-    """The knowledge graphs, by name (loaded with ``manage.py load_kg``)."""
+    """The knowledge graphs, by name (loaded with ``manage.py load_kg``). Training a KG's structural model again needs
+    the admin role, as on the workbench."""
 
     queryset = KnowledgeGraph.objects.order_by("name")
+    write_role = ADMIN
 
     def get_serializer_class(self):
         return KnowledgeGraphSerializer if self.action == "list" else KnowledgeGraphDetailSerializer
 
     def get_serializer_context(self) -> dict:
         context = super().get_serializer_context()
-        if self.action in ("list", "retrieve"):  # two queries for every KG on the page, not two per KG
-            context["structural"] = {status.kg_id: status for status in structural_statuses()}
+        context["structural"] = {line.kg_id: line for line in structural_statuses()}  # two queries, not two per KG
         return context
+
+    @extend_schema(request=None, responses={202: KnowledgeGraphDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def train(self, request: Request, pk=None) -> Response:
+        """Queue a training of the KG's structural model where none serves it (it failed, stalled or was never
+        trained) → 202 with the KG, its model queued; 409 otherwise (a SPARQL endpoint, a training under way, a
+        ready model: ``manage.py train_kge`` retrains one)."""
+        kg = self.get_object()
+        try:
+            services.train_structural_model(kg=kg, actor=request.user)
+        except ValueError as exc:
+            raise Conflict(str(exc)) from None
+        return Response(KnowledgeGraphDetailSerializer(kg, context=self.get_serializer_context()).data,
+                        status=status.HTTP_202_ACCEPTED)

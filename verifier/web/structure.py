@@ -1,13 +1,19 @@
-"""The structural model's status in the workbench: the header strip of the queue and run pages, and the
-small JSON it polls while a model is training (viewer role, like every page that only reads)."""
+"""The structural model's status in the workbench: the header strip of the queue and run pages, the small JSON it
+polls while a model is training (viewer role, like every page that only reads), and an admin's request to train a
+KG's model again where none serves it (failed, stalled or never trained)."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
-from django.views.decorators.http import require_GET
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
 
-from verifier.roles import VIEWER, role_required
+from verifier import services
+from verifier.models import KnowledgeGraph
+from verifier.roles import ADMIN, VIEWER, role_required
 from verifier.selectors import structural_statuses
 
 POLL_MS = 5000
@@ -35,6 +41,24 @@ def structure_status(request: HttpRequest) -> JsonResponse:
                          "in_flight": any(status.in_flight for status in statuses)})
 
 
+@require_POST
+@role_required(ADMIN)
+def train_again(request: HttpRequest, kg_id: int) -> HttpResponse:
+    """Queue a training of the KG's model, then back to the page the strip was on (``next``)."""
+    kg = get_object_or_404(KnowledgeGraph, pk=kg_id)
+    try:
+        row = services.train_structural_model(kg=kg, actor=request.user)
+    except ValueError as exc:
+        messages.error(request, f"No training queued: {exc}")
+    else:
+        messages.success(request, f"Structural model #{row.pk} of {kg.name} is queued; a worker trains it (minutes to an hour), "
+                                  "and the strip follows it.")
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    return redirect(back if back and safe else reverse("queue"))
+
+
 urlpatterns = [
     path("structure/status.json", structure_status, name="structure-status"),
+    path("structure/<int:kg_id>/train/", train_again, name="structure-train"),
 ]

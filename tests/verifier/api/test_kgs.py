@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tests.verifier.web.structure_rows import ready, training
-from verifier.models import ConfidenceModel, Entity, KnowledgeGraph, Passage, Relation, Triple
+from tests.verifier.api.error_shape import assert_error
+from tests.verifier.web.structure_rows import failed, ready, training
+from verifier.models import ConfidenceModel, Entity, KnowledgeGraph, Passage, Relation, StructuralModel, Triple
 
 pytestmark = pytest.mark.django_db
 
@@ -37,3 +38,19 @@ def test_the_kgs_are_listed_with_their_structural_and_confidence_models(world_kg
                                 "triples": Triple.objects.filter(kg=world_kg).count(),
                                 "passages": Passage.objects.filter(kg=world_kg).count()}
     assert detail["counts"]["triples"] > 0 and detail["counts"]["passages"] > 0
+
+
+def test_an_admin_trains_a_failed_model_again_and_a_second_request_is_refused(world_kg, client_as):
+    failed(world_kg)
+    admin = client_as("admin")
+    url = reverse("api:kg-train", args=[world_kg.pk])
+    assert_error(client_as("curator").post(url), 403, "permission_denied")
+    response = admin.post(url)
+    assert response.status_code == 202, response.content[:300]
+    queued = response.json()["structural_model"]
+    assert queued["state"] == "queued" and StructuralModel.objects.get(pk=queued["model_id"]).status == StructuralModel.Status.QUEUED
+    error = assert_error(admin.post(url), 409)
+    assert f"the structural model of {world_kg.name} is queued" in error["message"]
+    endpoint = KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL)
+    error = assert_error(admin.post(reverse("api:kg-train", args=[endpoint.pk])), 409)
+    assert error["message"] == "wikidata is a SPARQL endpoint: it has no structural model"

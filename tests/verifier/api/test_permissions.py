@@ -37,6 +37,7 @@ ENDPOINTS = [
     Endpoint("api root", "get", "viewer", 200, lambda o: reverse("api:api-root")),
     Endpoint("kg list", "get", "viewer", 200, lambda o: reverse("api:kg-list")),
     Endpoint("kg detail", "get", "viewer", 200, lambda o: reverse("api:kg-detail", args=[o["kg"].pk])),
+    Endpoint("kg train", "post", "admin", 202, lambda o: reverse("api:kg-train", args=[o["kg"].pk])),  # it has no model yet
     Endpoint("task list", "get", "viewer", 200, lambda o: reverse("api:task-list")),
     Endpoint("task detail", "get", "viewer", 200, lambda o: reverse("api:task-detail", args=[o["task"].pk])),
     Endpoint("task import", "post", "curator", 201, lambda o: reverse("api:task-import"), csv_upload),

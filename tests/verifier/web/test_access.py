@@ -61,6 +61,8 @@ ENDPOINTS = [
     Endpoint("saved-view-delete", "post", lambda rows: reverse("saved-view-delete", args=[_view_of_the_signed_in_user().pk]),
              "viewer"),
     Endpoint("reviewers", "get", lambda rows: reverse("reviewers"), "viewer"),
+    Endpoint("structure-train", "post", lambda rows: reverse("structure-train", args=[rows["kg"].pk]), "admin",
+             label="train the model of a KG with no triples loaded", writes=False),
     Endpoint("confidence", "get", lambda rows: reverse("confidence"), "viewer"),
     Endpoint("confidence-reliability", "get", lambda rows: reverse("confidence-reliability", args=[rows["kg"].pk]), "viewer"),
     Endpoint("confidence-refit", "post", lambda rows: reverse("confidence-refit", args=[rows["kg"].pk]), "admin",

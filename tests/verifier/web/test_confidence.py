@@ -12,7 +12,7 @@ from django.urls import reverse
 from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
 from tests.verifier.web.structure_rows import failed, local_kg, ready, training
 from tests.verifier.web.workbench import client_for, fast_password_hashing  # noqa: F401  (autouse fixture)
-from verifier.models import StructuralModel, SupportItem
+from verifier.models import AuditEvent, StructuralModel, SupportItem
 
 pytestmark = pytest.mark.django_db
 
@@ -187,3 +187,35 @@ def test_a_stalled_or_failed_model_is_said_plainly(viewer, world):
     failed(world.kg, error="TrainingError: runs-kg has no triples to train on")
     strip = _section(viewer.get(reverse("queue")).content.decode(), "structure-status")
     assert 'data-state="failed"' in strip and "failed: TrainingError: runs-kg has no triples to train on" in strip
+
+
+def test_an_admin_trains_a_failed_model_again_from_the_strip_and_comes_back_to_the_page(make_user, world):
+    broken = failed(world.kg)
+    url = reverse("structure-train", args=[world.kg.pk])
+    assert "train-again" not in _section(client_for(make_user, "curator").get(reverse("queue")).content.decode(), "structure-status")
+    admin = client_for(make_user, "admin")
+    strip = _section(admin.get(reverse("queue") + "?status=pending").content.decode(), "structure-status")
+    assert f'action="{url}"' in strip and 'name="next" value="/?status=pending"' in strip and "Train it again" in strip
+
+    response = admin.post(url, {"next": "/?status=pending"})
+    assert response["Location"] == "/?status=pending"
+    queued = StructuralModel.objects.exclude(pk=broken.pk).get(kg=world.kg)
+    assert queued.status == StructuralModel.Status.QUEUED and queued.stage.startswith("queued: requested by")
+    page = admin.get(response["Location"]).content.decode()
+    assert f"Structural model #{queued.pk} of {world.kg.name} is queued" in page
+    assert 'data-state="queued"' in _section(page, "structure-status")
+    assert AuditEvent.objects.get(action="structure.train").object_id == str(queued.pk)
+
+    response = admin.post(url, {"next": "https://elsewhere.example/"})  # queued already; and never sent off the site
+    assert response["Location"] == reverse("queue")
+    assert "No training queued: the structural model of" in admin.get(response["Location"]).content.decode()
+    assert StructuralModel.objects.filter(kg=world.kg).count() == 2
+
+
+def test_a_ready_model_is_not_trained_again_from_the_workbench(make_user, world):
+    ready(world.kg)
+    admin = client_for(make_user, "admin")
+    response = admin.post(reverse("structure-train", args=[world.kg.pk]))
+    page = admin.get(response["Location"]).content.decode()
+    assert f"manage.py train_kge {world.kg.name} retrains a ready one" in page
+    assert StructuralModel.objects.filter(kg=world.kg).count() == 1
