@@ -20,29 +20,13 @@
   const initial = document.getElementById("claim-graph-data");
   if (initial) draw(JSON.parse(initial.textContent));
   if (!live || live.dataset.settled === "true") return;
-  const url = live.dataset.stateUrl;
-  let delay = 1500;
-  async function poll() {
-    try {
-      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (response.ok) {
-        const state = await response.json();
-        live.innerHTML = state.html;
-        draw(state.graph);
-        if (state.settled) {
-          live.dataset.settled = "true";
-          // the retry or review form, which the page lacked while the claim was pending
-          if (state.status === "failed" || !document.getElementById("claim-review")) window.location.reload();
-          return;
-        }
-        delay = 1500;
-      } else {
-        delay = Math.min(delay * 2, 30000);
-      }
-    } catch (error) {
-      delay = Math.min(delay * 2, 30000);
-    }
-    window.setTimeout(poll, delay);
-  }
-  window.setTimeout(poll, delay);
+  window.KGVPoll(live.dataset.stateUrl, (state) => {
+    live.innerHTML = state.html;
+    draw(state.graph);
+    if (!state.settled) return false;
+    live.dataset.settled = "true";
+    // the retry or review form, which the page lacked while the claim was pending
+    if (state.status === "failed" || !document.getElementById("claim-review")) window.location.reload();
+    return true;
+  }, 1500);
 })();

@@ -7,28 +7,15 @@
 
   document.querySelectorAll(".own-progress[data-state-url]").forEach((line) => {
     if (!UNFINISHED.includes(line.dataset.status)) return;
-    let delay = 2000;
-    async function poll() {
-      try {
-        const response = await fetch(line.dataset.stateUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-        if (response.ok) {
-          const state = await response.json();
-          if (!UNFINISHED.includes(state.evaluation_status)) {
-            window.location.reload();
-            return;
-          }
-          line.querySelector(".own-status").textContent = state.evaluation_status;
-          line.querySelector(".own-verified").textContent = state.verified || "none";
-          line.querySelector(".own-waiting").hidden = !state.waiting_for_worker;
-          delay = 2000;
-        } else {
-          delay = Math.min(delay * 2, 30000);
-        }
-      } catch (error) {
-        delay = Math.min(delay * 2, 30000);
+    window.KGVPoll(line.dataset.stateUrl, (state) => {
+      if (!UNFINISHED.includes(state.evaluation_status)) {
+        window.location.reload();
+        return true;
       }
-      window.setTimeout(poll, delay);
-    }
-    window.setTimeout(poll, delay);
+      line.querySelector(".own-status").textContent = state.evaluation_status;
+      line.querySelector(".own-verified").textContent = state.verified || "none";
+      line.querySelector(".own-waiting").hidden = !state.waiting_for_worker;
+      return false;
+    });
   });
 })();
