@@ -162,14 +162,16 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
         raise ValueError(f"{', '.join(held_out)}: runs on a test split are held out from every fit; calibrate on "
                          "evaluations of a validation split (codex-s, fb15k-237) or of a labelled file")
     found: dict[int, tuple[Run, bool]] = {}
-    items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED)
+    of_kg = {"run__task__kg": kg} if kg is not None else {}
+    items = (EvaluationItem.objects.filter(evaluation__name__in=list(evaluations), run__status=Run.Status.SUCCEEDED, **of_kg)
              .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail"))
     for item in items:
         mode = item.run.config.get("mode", "agent")
         if mode in BRIEF_MODES or (mode == "agent" and item.run.verdict in ("correct", "incorrect")):
             found[item.run_id] = (item.run, item.expected_label)
     if reviews:
-        settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED)
+        settled = (Review.objects.exclude(verdict="").filter(verdict__in=["correct", "incorrect"], run__status=Run.Status.SUCCEEDED,
+                                                             **of_kg)
                    .exclude(run__evaluation_items__evaluation__benchmark__in=HELD_OUT_BENCHMARKS)
                    .select_related("run__task__kg", "run__task__head", "run__task__relation", "run__task__tail")
                    .order_by("run_id", "-created_at", "-id"))
@@ -179,8 +181,7 @@ def labelled_runs(*, evaluations=(), reviews: bool = False, kg=None) -> list[tup
         for run_id, review in latest.items():
             if review.run.config.get("mode", "agent") in WEIGHED_MODES and run_id not in found:
                 found[run_id] = (review.run, review.verdict == "correct")
-    pairs = list(found.values())
-    return [(run, label) for run, label in pairs if kg is None or run.task.kg_id == kg.pk]
+    return list(found.values())
 
 
 @dataclass
