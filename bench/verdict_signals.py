@@ -60,7 +60,7 @@ from verifier.models import Entity, KnowledgeGraph, Passage, Relation, Structura
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.rule_evidence import RULE_FEATURES  # noqa: E402
-from verifier.structure.scoring import FEATURES, LoadedModel  # noqa: E402
+from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
 
 CHOICE_SYSTEM = "You are a careful fact checker. Answer with one letter."
@@ -232,7 +232,8 @@ def main() -> None:
     both = loaded_model.features(triples)
     plausibility = both[:, :len(FEATURES) - len(RULE_FEATURES)]
     p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
-    for name, p in [("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
+    for name, p in [("embedding alone (Platt per relation)", calibrated(both[:, :len(EMBEDDING_FEATURES)], relations, labels, folds)),
+                    ("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
                     ("embedding + text + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
                     ("embedding + text + rule evidence (boosted trees)", p_boosted)]:
         print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
