@@ -268,9 +268,12 @@ def _structural_alone(x: np.ndarray, truth: np.ndarray, weighed_right: np.ndarra
 def _in_force_on(model: ConfidenceModel | None, x: np.ndarray, keys: list[str], truth: np.ndarray) -> dict:
     """The other comparator: how the model in force for the same KGs weighs the same runs (each fitted triple of its
     own by the weights fitted without it). A candidate worth putting in force beats it here, not only on paper."""
-    if model is None:
+    try:
+        p_true = np.array([weights_of(model, key).probability_of(row) for key, row in zip(keys, x, strict=True)]) if model else None
+    except ValueError:  # fitted on other features: it weighs nothing, and the fit that replaces it must not fail on it
+        p_true = None
+    if p_true is None:
         return {"in_force_model": None, "in_force_accuracy": None, "in_force_ece": None}
-    p_true = np.array([weights_of(model, key).probability_of(row) for key, row in zip(keys, x, strict=True)])
     right = (p_true >= 0.5) == truth
     return {"in_force_model": model.pk, "in_force_accuracy": round(float(right.mean()), 4),
             "in_force_ece": round(expected_calibration_error(np.maximum(p_true, 1 - p_true), right), 4)}

@@ -224,6 +224,14 @@ def test_a_model_fitted_before_a_feature_was_added_gives_it_no_weight(labelled, 
     assert weights.probability(Evidence("", reading_logit=5.0)) == weights.probability(Evidence(""))
 
 
+def test_a_model_in_force_fitted_on_other_features_does_not_stop_the_fit_that_replaces_it(labelled, capsys):
+    ConfidenceModel.objects.create(features=["a_feature_no_longer_known"], coefficients=[1.0], intercept=0.0, source="old")
+    call_command("calibrate", evaluations="fit-runs", no_reassess=True)
+    model = ConfidenceModel.objects.get(active=True)
+    assert model.source == "evaluation fit-runs" and model.metrics["cross_validated"]["in_force_model"] is None
+    assert "The model in force then" not in capsys.readouterr().out
+
+
 def test_an_agent_evaluation_without_a_confidence_model_is_warned_how_to_activate_the_shipped_one(world_kg):
     warning = confidence.unweighed_warning(world_kg.pk)
     assert "verdicts will be the model's own answers" in warning
