@@ -18,6 +18,7 @@ from verifier import confidence
 from verifier.evaluation import control
 from verifier.evaluation.labelled import calibration_evaluation, calibration_evaluation_name
 from verifier.models import ConfidenceModel, Evaluation, FitTriple, KnowledgeGraph, StructuralModel
+from verifier.selectors import verified_so_far
 from verifier.services import record_audit
 
 
@@ -30,6 +31,13 @@ class OwnWeighing:
     evaluation: Evaluation | None  # their evidence-mode evaluation, once started
     fitted: ConfidenceModel | None  # the confidence model fitted on that evaluation, once fitted
     refused: str  # why the triples cannot be verified yet ("" when they can)
+    verified: str | None = None  # the evaluation's progress, "k of n"
+
+    @property
+    def resumable(self) -> bool:
+        """Created or interrupted, and not waiting for the worker: the admin's click hands it (back) to the worker."""
+        evaluation = self.evaluation
+        return evaluation is not None and evaluation.status in control.RESUMABLE and not evaluation.waiting_for_worker
 
 
 def wanted(kg: KnowledgeGraph) -> bool:
@@ -55,8 +63,10 @@ def own_weighing(kg: KnowledgeGraph) -> OwnWeighing | None:
     name = calibration_evaluation_name(structural)
     triples = FitTriple.objects.filter(kg=kg, purpose=FitTriple.Purpose.STRUCTURAL_CALIBRATION).count()
     refused = "" if triples else f"Its structural calibration recorded no triples: manage.py train_kge {kg.name} --recalibrate"
-    return OwnWeighing(structural, triples, Evaluation.objects.filter(name=name).first(),
-                       ConfidenceModel.objects.filter(kg=kg, source=f"evaluation {name}").order_by("-pk").first(), refused)
+    evaluation = Evaluation.objects.filter(name=name).first()
+    return OwnWeighing(structural, triples, evaluation,
+                       ConfidenceModel.objects.filter(kg=kg, source=f"evaluation {name}").order_by("-pk").first(), refused,
+                       verified_so_far([evaluation.pk]).get(evaluation.pk) if evaluation else None)
 
 
 def verify_calibration_triples(kg: KnowledgeGraph, *, actor) -> Evaluation:

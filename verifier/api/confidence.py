@@ -16,7 +16,6 @@ from verifier import confidence_reviews, own_weighing
 from verifier.api.errors import Conflict
 from verifier.models import ConfidenceModel, KnowledgeGraph
 from verifier.roles import ADMIN
-from verifier.selectors import verified_so_far
 
 
 class ConfidenceModelSerializer(serializers.ModelSerializer):
@@ -64,7 +63,7 @@ def _own_weighing_data(kg: KnowledgeGraph) -> dict:
     return {"kg": kg.pk, "wanted": own_weighing.wanted(kg), "structural_model": state.structural.pk if state.structural else None,
             "calibration_triples": state.triples, "evaluation": evaluation.pk if evaluation else None,
             "evaluation_status": evaluation.status if evaluation else None,
-            "verified": verified_so_far([evaluation.pk]).get(evaluation.pk) if evaluation else None,
+            "verified": state.verified,
             "waiting_for_worker": bool(evaluation and evaluation.waiting_for_worker),
             "fitted": state.fitted.pk if state.fitted else None, "refused": state.refused}
 

@@ -12,10 +12,9 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from verifier import confidence_reviews, own_weighing
-from verifier.evaluation import charts, control, reports
+from verifier.evaluation import charts, reports
 from verifier.models import ConfidenceModel, KnowledgeGraph
 from verifier.roles import ADMIN, VIEWER, role_required
-from verifier.selectors import verified_so_far
 
 
 @require_GET
@@ -23,20 +22,9 @@ from verifier.selectors import verified_so_far
 def confidence_page(request: HttpRequest) -> HttpResponse:
     rows = [{"kg": row, "in_force": _model_row(row.in_force), "candidates": [_model_row(m) for m in row.candidates],
              "reviewed": _reviewed_row(row.figures), "id_prefix": f"kg-{row.kg.pk}-",
-             "own": _own_row(row.kg) if own_weighing.wanted(row.kg) else None}
+             "own": own_weighing.own_weighing(row.kg) if own_weighing.wanted(row.kg) else None}
             for row in confidence_reviews.every_kg()]
     return render(request, "verifier/confidence.html", {"rows": rows})
-
-
-def _own_row(kg: KnowledgeGraph) -> dict | None:
-    """How far a KG weighed by the model for every KG is on the way to a weighing of its own."""
-    state = own_weighing.own_weighing(kg)
-    if state is None:
-        return None
-    evaluation = state.evaluation
-    unfinished = evaluation is not None and evaluation.status != evaluation.Status.FINISHED
-    return {"state": state, "progress": verified_so_far([evaluation.pk]).get(evaluation.pk) if unfinished else None,
-            "resumable": unfinished and evaluation.status in control.RESUMABLE and not evaluation.waiting_for_worker}
 
 
 def _model_row(model: ConfidenceModel | None) -> dict | None:
@@ -84,9 +72,11 @@ def refit(request: HttpRequest, kg_id: int) -> HttpResponse:
 def verify_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
     return _on_kg(request, kg_id, lambda kg: own_weighing.verify_calibration_triples(kg, actor=request.user),
                   "Its calibration triples are not verified",
-                  lambda kg, evaluation: f"The worker verifies the {evaluation.sample_size} calibration triples of {kg.name} in "
-                                         f"the evidence mode (evaluation {evaluation.name}); fit a model on them here when it "
-                                         "has finished.")
+                  lambda kg, evaluation: (f"The {evaluation.sample_size} calibration triples of {kg.name} are verified already "
+                                          f"(evaluation {evaluation.name})." if evaluation.status == evaluation.Status.FINISHED
+                                          else f"The worker verifies the {evaluation.sample_size} calibration triples of {kg.name} "
+                                          f"in the evidence mode (evaluation {evaluation.name}); fit a model on them here when "
+                                          "it has finished."))
 
 
 @require_POST

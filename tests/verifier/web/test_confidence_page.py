@@ -182,6 +182,9 @@ def test_an_admin_has_the_worker_verify_the_calibration_triples_and_fits_the_kgs
     page = section(admin)
     assert f"Its {len(triples)} calibration triples are verified" in page
     assert f"Fit a model on its {len(triples)} verified calibration triples" in page
+    again = admin.post(reverse("confidence-verify-calibration", args=[kg.pk]))  # a second click: nothing is verified twice
+    assert f"calibration triples of {kg.name} are verified already" in admin.get(again["Location"]).content.decode()
+    assert Evaluation.objects.filter(kg=kg).count() == 1
 
     response = admin.post(reverse("confidence-fit-calibration", args=[kg.pk]))
     candidate = ConfidenceModel.objects.get(kg=kg)
