@@ -57,10 +57,10 @@ from verifier.agent import prompts  # noqa: E402
 from verifier.agent.steps import Claim  # noqa: E402
 from verifier.agent.weighing import logit, probe_logit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
-from verifier.structure import described  # noqa: E402
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
-from verifier.structure.scoring import EMBEDDING_FEATURES, RULE_COLUMNS, LoadedModel  # noqa: E402
+from verifier.structure.rule_evidence import RULE_FEATURES  # noqa: E402
+from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
 
 CHOICE_SYSTEM = "You are a careful fact checker. Answer with one letter."
@@ -230,16 +230,12 @@ def main() -> None:
     print(f"{kg.name}: {len(labels):,} labelled triples ({source}), structural model #{model.pk}", flush=True)
     loaded_model = LoadedModel(model)
     both = loaded_model.features(triples)
-    text_end = len(EMBEDDING_FEATURES) + len(described.FEATURES)
-    before_profile = both[:, :RULE_COLUMNS.stop]
+    plausibility = both[:, :len(FEATURES) - len(RULE_FEATURES)]
     p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
     for name, p in [("embedding alone (Platt per relation)", calibrated(both[:, :len(EMBEDDING_FEATURES)], relations, labels, folds)),
-                    ("embedding + text (Platt per relation)", calibrated(both[:, :text_end], relations, labels, folds)),
-                    ("embedding + text + rule evidence (Platt per relation)", calibrated(before_profile, relations, labels, folds)),
-                    ("embedding + text + rule evidence (boosted trees)",
-                     calibrated(before_profile, relations, labels, folds, fit=fit_boosted_calibrator)),
-                    ("… + the text profile (Platt per relation)", calibrated(both, relations, labels, folds)),
-                    ("… + the text profile (boosted trees)", p_boosted)]:
+                    ("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
+                    ("embedding + text + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
+                    ("embedding + text + rule evidence (boosted trees)", p_boosted)]:
         print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
     if args.probe_pairs:
         chosen = matched_pairs(triples, labels, args.probe_pairs)

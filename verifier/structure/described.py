@@ -10,14 +10,8 @@ descriptions, encyclopedia passages):
   head? An entity is never its own neighbour, so the triple under test is never counted.
 - **Mentions.** Does the head's text name the tail (label or alias), does the tail's text name the head,
   and what share of the tail label's content words occur in the head's text ("rock music" → "rock")?
-- **Text profile.** Per relation, a ridge regression from an entity's text (its TF-IDF vector reduced to
-  PROFILE_DIMENSIONS by truncated SVD) to each value the KG gives the relation, fitted on every entity that has
-  it: how strongly does text like the head's go with the claimed tail? Where the neighbours' vote counts ten
-  look-alikes, the profile weighs every holder of the value and learns which words matter ("philosophy",
-  "essays" for a philosopher). The head's own values never predict it: its score is the exact leave-one-out
-  prediction, as if the regression had been fitted without the head. The same from the tail's side.
 
-The five FEATURES and the two PROFILE_FEATURES join the embedding's in the plausibility calibration (verifier/structure/scoring.py),
+The five FEATURES join the embedding's in the plausibility calibration (verifier/structure/scoring.py),
 where each relation weighs them as its labelled triples say: a mention settles an occupation more often
 than a citizenship. On CoDEx-S they lift the cross-validated relation-matched accuracy of the
 calibration from 74% to 81% (docs/structure.md).
@@ -33,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from verifier.models import Entity, Passage, Relation
@@ -44,11 +37,6 @@ VOTE_FLOOR = 0.02  # the log of a share is taken with this floor: "none of ten" 
 FEATURES = ["log_vote_tail", "log_vote_head", "tail_named", "head_named", "tail_words"]
 FUNCTION_WORDS = frozenset({"of", "the", "a", "an", "in", "for", "to", "by", "and", "or", "is", "at", "on", "with", "from", "as"})
 GENERIC_TAIL_WORDS = frozenset({"music", "people", "language", "languages"})  # "rock music": only "rock" says which
-PROFILE_FEATURES = ["profile_tail", "profile_head"]
-# The text profile's space and penalty, chosen on CoDEx-S's labelled validation triples (relation-matched ROC AUC of
-# the profile alone 0.81, against 0.77 for the neighbours' vote; 256 dimensions score the same at twice the cost).
-PROFILE_DIMENSIONS = 128
-PROFILE_PENALTY = 0.3
 
 
 def entity_names(label: str, aliases: list[str]) -> list[str]:
@@ -85,15 +73,10 @@ class Described:
     tail_named: bool  # the head's text names the tail
     head_named: bool  # the tail's text names the head
     tail_words: float  # share of the tail label's content words in the head's text
-    profile_tail: float = 0.0  # the text profile: how strongly text like the head's goes with the tail (about 0–1)
-    profile_head: float = 0.0  # … and text like the tail's with the head
 
     def features(self) -> list[float]:
         return [math.log(self.tail_vote.share + VOTE_FLOOR), math.log(self.head_vote.share + VOTE_FLOOR),
                 float(self.tail_named), float(self.head_named), self.tail_words]
-
-    def profile_features(self) -> list[float]:
-        return [self.profile_tail, self.profile_head]
 
 
 class DescriptionIndex:
@@ -119,8 +102,6 @@ class DescriptionIndex:
             self.vectors = TfidfVectorizer(sublinear_tf=True, min_df=2, stop_words="english").fit_transform(self.texts)
         except ValueError:  # no text at all (or only stop words): no neighbours to ask
             self.vectors = None
-        self.space = _profile_space(self.vectors)
-        self._inverses: dict[tuple[int, str], np.ndarray | None] = {}
         self.tails: dict[tuple[int, int], set[int]] = defaultdict(set)
         self.heads: dict[tuple[int, int], set[int]] = defaultdict(set)
         subjects: dict[int, set[int]] = defaultdict(set)
@@ -157,41 +138,6 @@ class DescriptionIndex:
         share = sum(s for _, s, held in neighbours if held) / total if total > 0 else 0.0
         return Vote(share, neighbours)
 
-    def _inverse(self, relation: int, side: str) -> np.ndarray | None:
-        """(ZᵀZ + λI)⁻¹ for the text-profile rows Z of the relation's subjects ("tail" side) or objects ("head")."""
-        key = (relation, side)
-        if key not in self._inverses:
-            positions = (self._subjects if side == "tail" else self._objects).get(relation)
-            if positions is None or self.space is None:
-                self._inverses[key] = None
-            else:
-                z = self.space[positions]
-                self._inverses[key] = np.linalg.inv(z.T @ z + PROFILE_PENALTY * np.eye(z.shape[1]))
-        return self._inverses[key]
-
-    def _profile(self, anchor: int, relation: int, side: str, holders: set[int]) -> float:
-        """The ridge prediction, from the anchor's text, that it has the value held by ``holders`` (the entities with
-        that value of the relation, on the anchor's side); leave-one-out where the anchor is one of the rows fitted:
-        (ŷ − h·y) / (1 − h), h the anchor's leverage and y whether it holds the value itself."""
-        inverse = self._inverse(relation, side)
-        if inverse is None or anchor not in self.position or not holders:
-            return 0.0
-        x = self.space[self.position[anchor]]
-        weighted = inverse @ x
-        prediction = float(weighted @ self.space[[self.position[e] for e in holders]].sum(axis=0))
-        fitted = (self._subjects if side == "tail" else self._objects)[relation]
-        row = self.position[anchor]
-        if fitted[min(np.searchsorted(fitted, row), len(fitted) - 1)] == row:
-            leverage = float(x @ weighted)
-            prediction = (prediction - leverage * float(anchor in holders)) / (1.0 - leverage)
-        return prediction
-
-    def value_share(self, relation: int, tail: int) -> tuple[float, int]:
-        """The share of the relation's subjects that have the tail as a value, and how many subjects there are: what
-        the text profile's score is to be read against."""
-        subjects = len(self._subjects.get(relation, ()))
-        return (len(self.heads.get((relation, tail), ())) / subjects if subjects else 0.0), subjects
-
     def _named(self, text_of: int, named: int) -> bool:
         pattern = _pattern(self, named)
         return bool(pattern and text_of in self.position and pattern.search(self.texts[self.position[text_of]]))
@@ -207,17 +153,7 @@ class DescriptionIndex:
         words = content_words(self.labels.get(tail, ""), GENERIC_TAIL_WORDS)
         text = self.texts[self.position[head]].lower() if head in self.position else ""
         share = sum(bool(re.search(r"\b" + w, text)) for w in words) / len(words) if words else 0.0
-        return Described(tail_vote, head_vote, self._named(head, tail), self._named(tail, head), share,
-                         self._profile(head, relation, "tail", self.heads.get((relation, tail), set())),
-                         self._profile(tail, relation, "head", self.tails.get((head, relation), set())))
-
-
-def _profile_space(vectors) -> np.ndarray | None:
-    """The entities' TF-IDF vectors reduced by truncated SVD (seeded), with a constant column for the intercept."""
-    if vectors is None or min(vectors.shape) < 3:
-        return None
-    reduced = TruncatedSVD(min(PROFILE_DIMENSIONS, min(vectors.shape) - 1), random_state=0).fit_transform(vectors)
-    return np.hstack([reduced, np.ones((reduced.shape[0], 1))])
+        return Described(tail_vote, head_vote, self._named(head, tail), self._named(tail, head), share)
 
 
 @lru_cache(maxsize=65536)

@@ -50,9 +50,6 @@ class TextEvidence:
     holders: list[str]  # labels of the neighbours that hold the tail, most similar first
     tail_named: bool  # the head's text names the tail
     head_named: bool  # the tail's text names the head
-    profile: float = 0.0  # the text profile: how strongly text like the head's goes with the tail
-    base_rate: float = 0.0  # the share of the relation's subjects that hold the tail
-    subjects: int = 0  # the entities the text profile was fitted on
 
 
 @dataclass
@@ -120,8 +117,7 @@ class StructuralEvidence:
             _side(result.tail, named, lambda alt: alt in stated.get((head_row, relation_row), ())),
             _side(result.head, named, lambda alt: tail_row in stated.get((alt, relation_row), ())),
             TextEvidence(result.text.tail_vote.share, len(result.text.tail_vote.neighbours),
-                         [named[pk][1] for pk in shown], result.text.tail_named, result.text.head_named,
-                         result.text.profile_tail, *index.value_share(relation_row, tail_row)),
+                         [named[pk][1] for pk in shown], result.text.tail_named, result.text.head_named),
         )
 
     def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:

@@ -48,7 +48,7 @@ from verifier.structure.calibration import (
 from verifier.structure.dataset import queued_triples
 from verifier.structure.rule_evidence import RULE_FEATURES
 from verifier.structure.rules import mine_rules
-from verifier.structure.scoring import FEATURES, RULE_COLUMNS, LoadedModel
+from verifier.structure.scoring import FEATURES, LoadedModel
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
 SEED = 0
@@ -208,7 +208,7 @@ def calibrate_structural(model: StructuralModel) -> dict:
                "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
     calibration = {key: value for key, value in (model.calibration or {}).items() if not key.startswith(("structural", "rules"))}
     calibration.update(structural.stored("structural"))
-    rules = _calibrate_rules(model, features[:, RULE_COLUMNS], relations, labels, folds)
+    rules = _calibrate_rules(model, features[:, -len(RULE_FEATURES):], relations, labels, folds)
     if rules is not None:
         calibration.update(rules[0].stored("rules"))
         metrics["rules"] = rules[1]

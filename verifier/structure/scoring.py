@@ -6,7 +6,7 @@ among the *type-compatible* candidates only — entities sharing a declared type
 (domain, for heads), or, in a KG without types, entities seen in that role of the relation — so "ranked
 3rd of 40 languages" says how the tail fares against its real competitors.
 
-The calibration maps twenty features of a triple to a probability (FEATURES). Six are the embedding's:
+The calibration maps eighteen features of a triple to a probability (FEATURES). Six are the embedding's:
 both log-probabilities; both again among the values the KG does not already hold ("new": the head's other
 tails for the relation are taken out of the softmax, so a person with three known citizenships is not held
 against a fourth); and the log of both ranks. Five are what the entities' own text says
@@ -38,10 +38,7 @@ from verifier.structure.dataset import kg_triples
 from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
 EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
-FEATURES = EMBEDDING_FEATURES + described.FEATURES + RULE_FEATURES + described.PROFILE_FEATURES
-# where the rule evidence sits among FEATURES (its own calibration reads these columns)
-_RULES_AT = len(EMBEDDING_FEATURES) + len(described.FEATURES)
-RULE_COLUMNS = slice(_RULES_AT, _RULES_AT + len(RULE_FEATURES))
+FEATURES = EMBEDDING_FEATURES + described.FEATURES + RULE_FEATURES
 ALTERNATIVES = 3
 
 
@@ -189,8 +186,7 @@ class LoadedModel:
             return None
         tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
         text = self.text().described(head_row, relation_row, tail_row)
-        features = (self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
-                    + text.profile_features())
+        features = self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
         probability = None if self.calibration is None else self.calibration.probability(
             features[:self.calibrated_features], str(relation_row), self.folds.get((head_row, relation_row, tail_row)))
         none = np.empty(0, dtype=np.int64)
@@ -213,9 +209,8 @@ class LoadedModel:
                 tails = torch.log_softmax(self.network.predict_t(tensor[:, :2]), dim=1).numpy()
                 heads = torch.log_softmax(self.network.predict_h(tensor[:, 1:]), dim=1).numpy()
                 for row, ((h, r, t), rows) in enumerate(zip(idx.tolist(), batch.tolist(), strict=True)):
-                    said = text.described(*rows)
-                    out[start + row] = (self._features(tails[row], heads[row], h, r, t) + said.features()
-                                        + self._rule_features(*rows) + said.profile_features())
+                    out[start + row] = (self._features(tails[row], heads[row], h, r, t) + text.described(*rows).features()
+                                        + self._rule_features(*rows))
         return out
 
     def _rule_features(self, head_row: int, relation_row: int, tail_row: int) -> list[float]:

@@ -31,11 +31,7 @@ def _neighbours_line(text: TextEvidence, head: Resolved, relation: Resolved, tai
         return f"No entity with a known {relation.label} has a text to compare with {head.label}'s"
     holding = (f"{len(text.holders)} {'has' if len(text.holders) == 1 else 'have'} {tail.label} ({text.share:.0%} by "
                f"similarity): {', '.join(text.holders)}" if text.holders else f"none has {tail.label}")
-    line = f"Of the {text.neighbours} entities described most like {head.label} with a known {relation.label}, {holding}"
-    if text.subjects:
-        line += (f"; by the text profile of all {text.subjects}, text like {head.label}'s goes with {tail.label} at "
-                 f"{text.profile:.2f} (any of them: {text.base_rate:.2f})")
-    return line
+    return f"Of the {text.neighbours} entities described most like {head.label} with a known {relation.label}, {holding}"
 
 
 def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, tail: Resolved, source: str) -> ToolResult:
@@ -61,9 +57,7 @@ def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, 
         EvidenceItem("plausibility", tail_line, {**ids, "side": "tail", "rank": report.tail.rank,
                                                  "candidates": report.tail.candidates}, source),
         EvidenceItem("plausibility", neighbours_line, {**ids, "side": "described", "share": round(text.share, 3),
-                                                       "neighbours": text.neighbours, "holders": text.holders,
-                                                       "profile": round(text.profile, 3), "base_rate": round(text.base_rate, 3)},
-                     source),
+                                                       "neighbours": text.neighbours, "holders": text.holders}, source),
         EvidenceItem("plausibility", named_line, {**ids, "side": "named", "tail_named": text.tail_named,
                                                   "head_named": text.head_named}, source),
         EvidenceItem("plausibility", head_line, {**ids, "side": "head", "rank": report.head.rank,

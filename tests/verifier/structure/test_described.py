@@ -1,7 +1,6 @@
 """What the entities' own text says about a triple: description neighbours vote, mentions are found, and the
 triple under test is never its own evidence."""
 
-import numpy as np
 import pytest
 
 from verifier.kg.loader import load_source
@@ -74,26 +73,3 @@ def test_a_kg_without_text_gives_empty_votes(db):
     a, b = _rows(kg, "a", "b")
     text = DescriptionIndex(kg.pk).described(a, kg.relations.get().pk, b)
     assert text.tail_vote.share == 0.0 and not text.tail_vote.neighbours and not text.tail_named
-
-
-def test_the_text_profile_goes_with_the_value_text_like_the_heads_holds(people):
-    index = DescriptionIndex(people.pk)
-    citizen = people.relations.get(external_id="citizen").pk
-    new, freedonia, sylvania = _rows(people, "new", "F", "S")
-    assert index.described(new, citizen, freedonia).profile_tail > 0.5 > index.described(new, citizen, sylvania).profile_tail
-
-
-def test_the_heads_own_value_never_predicts_it_the_profile_is_leave_one_out(people):
-    """A head of the KG is scored as by a regression fitted without it: the same score whether or not the KG states
-    the triple, and equal to an explicit refit on the other entities."""
-    index = DescriptionIndex(people.pk)
-    citizen = people.relations.get(external_id="citizen").pk
-    f0, freedonia = _rows(people, "f0", "F")
-    stated = index.described(f0, citizen, freedonia).profile_tail
-    index.heads[(citizen, freedonia)].discard(f0)  # as if the KG did not state (f0, citizen, Freedonia)
-    unstated = index.described(f0, citizen, freedonia).profile_tail
-    others = [e for e in index._subjects[citizen] if e != index.position[f0]]
-    z = index.space[others]
-    y = [float(index.rows[e] in index.heads[(citizen, freedonia)]) for e in others]
-    refit = np.linalg.solve(z.T @ z + described.PROFILE_PENALTY * np.eye(z.shape[1]), z.T @ np.array(y))
-    assert stated == pytest.approx(unstated) == pytest.approx(float(index.space[index.position[f0]] @ refit))
