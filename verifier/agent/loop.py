@@ -33,9 +33,12 @@ from verifier.agent.weighing import (
     weighed_keys,
 )
 
-MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "kge", "rules", "evidence", "reading")
-# Baselines that decide from one structural tool's calibrated probability, without a language model.
-STRUCTURAL_MODES = {"kge": "KG_Plausibility", "rules": "KG_Rules"}
+MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "embedding", "kge", "rules", "evidence", "reading")
+# Baselines that decide from one structural tool's calibrated probability, without a language model: (the tool, the
+# payload field). `embedding` is the embedding classifier alone; `kge` the plausibility (the embedding, the entities'
+# text and the rules weighed together).
+STRUCTURAL_MODES = {"embedding": ("KG_Plausibility", "embedding_probability"), "kge": ("KG_Plausibility", "probability"),
+                    "rules": ("KG_Rules", "probability")}
 MODEL_FREE_MODES = (*STRUCTURAL_MODES, "evidence")
 MODEL_ONLY_MODES = ("zero-shot", "cot", "self-consistency")  # the model alone, no tool
 STOP = ["Observation:", "\nObservation", "[Observation]"]
@@ -155,7 +158,7 @@ class Investigation:
         elif mode == "self-consistency":
             yield from self._self_consistency()
         elif mode in STRUCTURAL_MODES:
-            yield from self._structural(STRUCTURAL_MODES[mode])
+            yield from self._structural(*STRUCTURAL_MODES[mode])
         elif mode in BRIEF_MODES:
             yield from compact.weigh_brief(self, read=mode == "reading")
         else:
@@ -407,20 +410,23 @@ class Investigation:
         step.confidence = count / total
         yield step
 
-    def _structural(self, tool: str) -> Iterator[AgentStep]:
-        """A structural baseline: one tool on the claim; its calibrated probability decides at 0.5."""
+    def _structural(self, tool: str, field: str) -> Iterator[AgentStep]:
+        """A structural baseline: one tool on the claim; the calibrated probability in its evidence's ``field`` decides
+        at 0.5."""
         arguments = [self.claim.head, self.claim.relation, self.claim.tail]
         yield AgentStep("action", f"{tool}({', '.join(arguments)})", tool=tool, arguments={str(i): a for i, a in enumerate(arguments)})
         started = time.perf_counter()
         text, items = self.support.observe(self.tools.call(tool, arguments))
         yield AgentStep("observation", text, tool=tool, items=items, duration_ms=int((time.perf_counter() - started) * 1000))
-        scored = next((item for item in items if item.payload.get("probability") is not None), None)
+        scored = next((item for item in items if item.payload.get(field) is not None), None)
         if scored is None:
             yield AgentStep("verdict", f"(no calibrated probability: {text.splitlines()[0] if text else 'no answer'})", verdict=None)
             return
-        probability = float(scored.payload["probability"])
+        probability = float(scored.payload[field])
         verdict = "correct" if probability >= 0.5 else "incorrect"
-        explanation = f"the calibrated structural probability is {probability:.2f} [{scored.key}]"
+        which = ("the embedding classifier's calibrated probability" if field == "embedding_probability"
+                 else "the calibrated structural probability")
+        explanation = f"{which} is {probability:.2f} [{scored.key}]"
         step = self.verdict(FinalAnswer(verdict, explanation, [scored.key]), forced=False)
         step.confidence = probability if verdict == "correct" else 1 - probability
         yield step

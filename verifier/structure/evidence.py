@@ -60,6 +60,7 @@ class PlausibilityReport:
     tail: SideRanking
     head: SideRanking
     text: TextEvidence
+    embedding_probability: float | None = None  # the embedding classifier's alone, for the `embedding` baseline
 
 
 class StructuralEvidence:
@@ -118,6 +119,7 @@ class StructuralEvidence:
             _side(result.head, named, lambda alt: tail_row in stated.get((alt, relation_row), ())),
             TextEvidence(result.text.tail_vote.share, len(result.text.tail_vote.neighbours),
                          [named[pk][1] for pk in shown], result.text.tail_named, result.text.head_named),
+            result.embedding_probability,
         )
 
     def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:

@@ -48,7 +48,7 @@ from verifier.structure.calibration import (
 from verifier.structure.dataset import queued_triples
 from verifier.structure.rule_evidence import RULE_FEATURES
 from verifier.structure.rules import mine_rules
-from verifier.structure.scoring import FEATURES, LoadedModel
+from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, LoadedModel
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
 SEED = 0
@@ -206,8 +206,14 @@ def calibrate_structural(model: StructuralModel) -> dict:
     structural, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True, kinds=fit_set.kinds)
     metrics = {"source": fit_set.source, "n": len(rows), "positives": int(labels.sum()), "kind": _kind(structural),
                "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
-    calibration = {key: value for key, value in (model.calibration or {}).items() if not key.startswith(("structural", "rules"))}
+    calibration = {key: value for key, value in (model.calibration or {}).items()
+                   if not key.startswith(("structural", "rules", "embedding"))}
     calibration.update(structural.stored("structural"))
+    # The embedding classifier alone (the network's scores, Platt-scaled per relation, the CoDEx protocol's baseline):
+    # what the text and the rules add over it, measured by the `embedding` evaluation mode on the same triples.
+    embedding, metrics["embedding"] = _cross_fitted(features[:, :len(EMBEDDING_FEATURES)], relations, labels,
+                                                    EMBEDDING_FEATURES, folds)
+    calibration.update(embedding.stored("embedding"))
     rules = _calibrate_rules(model, features[:, -len(RULE_FEATURES):], relations, labels, folds)
     if rules is not None:
         calibration.update(rules[0].stored("rules"))

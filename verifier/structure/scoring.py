@@ -68,6 +68,7 @@ class Plausibility:
     tail: Ranked
     head: Ranked
     text: described.Described  # what the entities' own text says (verifier/structure/described.py)
+    embedding_probability: float | None = None  # the embedding classifier's alone (its own calibration), for comparison
 
 
 class LoadedModel:
@@ -89,6 +90,8 @@ class LoadedModel:
             # fitted on another feature set: its probabilities would be wrong; recalibrating is quick
             self.calibration = None
         self.calibrated_features = len(fitted_on)
+        embedding = CrossFitted.from_stored(row.calibration or {}, "embedding")
+        self.embedding_calibration = embedding if embedding and list(embedding.full.features) == EMBEDDING_FEATURES else None
         self.folds = stored.fold_of(row) if self.calibration is not None else {}
         self._known: dict[str, dict[tuple[int, int], np.ndarray]] | None = None
         self._candidates: dict[tuple[int, str], np.ndarray] | None = None
@@ -187,14 +190,17 @@ class LoadedModel:
         tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
         text = self.text().described(head_row, relation_row, tail_row)
         features = self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
+        fold = self.folds.get((head_row, relation_row, tail_row))
         probability = None if self.calibration is None else self.calibration.probability(
-            features[:self.calibrated_features], str(relation_row), self.folds.get((head_row, relation_row, tail_row)))
+            features[:self.calibrated_features], str(relation_row), fold)
+        embedding = None if self.embedding_calibration is None else self.embedding_calibration.probability(
+            features[:len(EMBEDDING_FEATURES)], str(relation_row), fold)
         none = np.empty(0, dtype=np.int64)
         tail_side = _ranked(tail_lp, t, self.candidates(relation_row, "tail"), self.known_values("tail").get((h, r), none),
                             self.entity_rows)
         head_side = _ranked(head_lp, h, self.candidates(relation_row, "head"), self.known_values("head").get((r, t), none),
                             self.entity_rows)
-        return Plausibility(probability, features, tail_side, head_side, text)
+        return Plausibility(probability, features, tail_side, head_side, text, embedding)
 
     def features(self, triples: np.ndarray) -> np.ndarray:
         """(n, len(FEATURES)) features of many row-id triples at once (calibration, evaluation)."""

@@ -53,7 +53,8 @@ def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, 
     named_line = (f"The text about {head.label} {'names' if text.tail_named else 'does not name'} {tail.label}; the text "
                   f"about {tail.label} {'names' if text.head_named else 'does not name'} {head.label}")
     items = [
-        EvidenceItem("plausibility", verdict_line, {**ids, "probability": report.probability, "features": report.features}, source),
+        EvidenceItem("plausibility", verdict_line, {**ids, "probability": report.probability, "features": report.features,
+                                                    "embedding_probability": report.embedding_probability}, source),
         EvidenceItem("plausibility", tail_line, {**ids, "side": "tail", "rank": report.tail.rank,
                                                  "candidates": report.tail.candidates}, source),
         EvidenceItem("plausibility", neighbours_line, {**ids, "side": "described", "share": round(text.share, 3),

@@ -15,8 +15,11 @@ from django.db.models import F
 from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
+from verifier.management.commands.train_kge import _calibration_line
 from verifier.memory import bootstrap
-from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
+from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, Run, StructuralModel, VerificationTask
+from verifier.runner import execute_run
+from verifier.services import start_run
 from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import training_data
@@ -337,6 +340,32 @@ def test_plausibility_ranks_the_true_country_among_countries_only(towns):
     shown = observation(report, head, relation, tail, "towns").text
     assert f"Of the 10 entities described most like {head.label} with a known citizen of" in shown
     assert f"The text about {head.label} does not name {tail.label}" in shown
+
+
+def test_the_embedding_classifier_alone_is_calibrated_beside_the_plausibility_and_decides_its_own_baseline(towns):
+    """What the text and the rules add is measured against the network's scores alone, calibrated on the same
+    labelled triples and folds: the `embedding` mode decides from that probability, the `kge` mode from the
+    plausibility, on the same tool call."""
+    kg, _ = towns
+    model = train(kg, config=TINY)
+    assert model.metrics["calibration"]["embedding"]["cross_validated_matched_accuracy"] > 0.5
+    assert "; the embedding classifier alone relation-matched " in _calibration_line(model.metrics["calibration"])
+    assert CrossFitted.from_stored(model.calibration, "embedding").full.features == scoring.EMBEDDING_FEATURES
+    held = HeldOutTriple.objects.filter(model=model, reason="calibration", relation__external_id="citizen_of").first()
+    report = StructuralEvidence(kg).plausibility(held.head.external_id, "citizen_of", held.tail.external_id)
+    assert 0.0 < report.embedding_probability < 1.0 and report.embedding_probability != report.probability
+    task = VerificationTask.objects.create(kg=kg, head=held.head, relation=held.relation, tail=held.tail)
+    verdicts = {}
+    for mode, field in (("embedding", report.embedding_probability), ("kge", report.probability)):
+        run = start_run(task=task, config={"mode": mode}, queue=False)
+        execute_run(run.pk, llm=object())  # would fail loudly if it tried to call a model
+        run.refresh_from_db()
+        assert run.status == Run.Status.SUCCEEDED
+        assert run.verdict == ("correct" if field >= 0.5 else "incorrect")
+        assert run.confidence == pytest.approx(field if field >= 0.5 else 1 - field)
+        verdicts[mode] = run.steps.get(kind="verdict").content
+    assert "the embedding classifier's calibrated probability" in verdicts["embedding"]
+    assert "the calibrated structural probability" in verdicts["kge"]
 
 
 def test_without_a_model_the_tool_says_why(towns):

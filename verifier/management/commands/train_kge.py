@@ -34,7 +34,10 @@ def _calibration_line(calibration: dict) -> str:
     if "cross_validated_ece" in calibration:
         line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
                  f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
-    return line + against_each_kind_line(calibration)
+    embedding = calibration.get("embedding") or {}
+    alone = (f"; the embedding classifier alone relation-matched {embedding['cross_validated_matched_accuracy']:.1%}"
+             if "cross_validated_matched_accuracy" in embedding else "")
+    return line + against_each_kind_line(calibration) + alone
 
 
 class Command(BaseCommand):
