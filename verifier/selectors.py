@@ -93,7 +93,8 @@ def model_summary(model: StructuralModel) -> str:
     """"ComplEx, validation MRR 0.383": the kind of embedding model and how well it ranks unseen triples."""
     kind = ((model.config or {}).get("kge") or {}).get("model") or "KGE"
     quality = ranking_quality(model)
-    return f"{kind}, {quality[0]} {quality[1]:.3f}" if quality else kind
+    cut = ", cut short by its time budget" if (model.metrics or {}).get("cut_short") else ""
+    return (f"{kind}, {quality[0]} {quality[1]:.3f}" if quality else kind) + cut
 
 
 def _progress_text(model: StructuralModel) -> str:

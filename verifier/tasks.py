@@ -11,7 +11,7 @@ from verifier import confidence
 from verifier.models import Evaluation, Run, StructuralModel
 from verifier.redelivery import redeliver_lost_runs
 from verifier.runner import execute_run, sweep_stalled_runs
-from verifier.structure.training import train
+from verifier.structure.training import cut_short_warning, train
 from verifier.webhooks import deliver, deliver_due
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,10 @@ def train_structural_model(model_id: int) -> str:
     row = StructuralModel.objects.select_related("kg").filter(pk=model_id).first()
     if row is None or row.status in (StructuralModel.Status.READY, StructuralModel.Status.SUPERSEDED):
         return row.status if row else "missing"
-    return train(row.kg, row=row).status
+    trained = train(row.kg, row=row)
+    if warning := cut_short_warning(trained):
+        logger.warning(warning)
+    return trained.status
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.reassess_confidence")

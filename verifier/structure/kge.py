@@ -228,6 +228,7 @@ class Trained:
     validation: dict
     history: list[dict] = field(default_factory=list)
     stopped_because: str = ""
+    cut_short: bool = False  # the time budget ended training while the held-out MRR was still rising
 
 
 def train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
@@ -387,7 +388,10 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
             best.stopped_because = f"validation MRR did not improve for {stale} evaluations"
             break
         if elapsed + elapsed / epochs * min(config.eval_every, config.max_epochs - epochs) > budget:
-            best.stopped_because = f"time budget of {config.max_minutes:g} minutes"
+            # a wall-clock budget: on a machine busy with other work fewer epochs fit into it
+            best.cut_short = best.epochs == epochs
+            best.stopped_because = f"time budget of {config.max_minutes:g} minutes" + (
+                ", the held-out MRR still rising" if best.cut_short else "")
             break
     else:
         best.stopped_because = f"epoch limit {config.max_epochs}"

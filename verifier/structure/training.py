@@ -221,7 +221,7 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
                             validation=data.stopping, known=known,
                             progress=lambda fraction, detail: progress("training", fraction, detail))
         metrics = {"validation": trained.validation, "epochs": trained.epochs, "training_seconds": round(trained.seconds, 1),
-                   "stopped_because": trained.stopped_because, "history": trained.history,
+                   "stopped_because": trained.stopped_because, "cut_short": trained.cut_short, "history": trained.history,
                    "training_triples": len(data.train), "held_out": _held_out_counts(data)}
         if len(data.validation):
             progress("validating", 0.0, "dataset validation split")
@@ -253,6 +253,18 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
     _release_runs(row)
     row.refresh_from_db()
     return row
+
+
+def cut_short_warning(row: StructuralModel) -> str:
+    """What to do when the time budget, not the held-out MRR, ended a model's training, or ""."""
+    metrics = row.metrics or {}
+    if not metrics.get("cut_short"):
+        return ""
+    minutes = ((row.config or {}).get("kge") or {}).get("max_minutes")
+    return (f"The time budget ended the training of {row.kg.name}'s structural model #{row.pk} after "
+            f"{metrics['epochs']} epochs with its held-out MRR still rising: the network is weaker than more minutes "
+            f"make it (a machine busy with other work fits fewer epochs into the budget). To train it for longer: "
+            f"manage.py train_kge {row.kg.name} --config '{{\"max_minutes\": {2 * (minutes or 15):g}}}'")
 
 
 def _fail(row: StructuralModel, error: str) -> None:

@@ -82,6 +82,7 @@ def test_training_holds_out_queued_triples_and_the_slice_then_calibrates(towns):
     metrics = model.metrics
     assert metrics["validation"]["mrr"] > 0.2  # random ranking among 160 entities gives about 0.03
     assert metrics["epochs"] <= TINY.max_epochs and metrics["history"]
+    assert metrics["cut_short"] is False  # the MRR, not the clock, ended it
     # No labelled negatives ship with this KG: calibrated on the slice and corruptions of it, recorded as fitted.
     assert "corruptions" in metrics["calibration"]["source"]
     assert FitTriple.objects.filter(kg=kg, purpose="structural", label=False).exists()
@@ -411,6 +412,25 @@ def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(to
     with_model = resolve(kg, claim)["unknown_1"]
     assert with_model.entity.external_id in towns_there and with_model.score > 1.0  # the tie and the prediction
     assert with_model.candidates[0][1] >= with_model.candidates[-1][1]
+
+
+def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_train_longer(towns):
+    """The budget is wall-clock: a busy machine fits fewer epochs into it, and the model it leaves is weaker than
+    the KG allows. The command, the KG's status line and the worker's log say so."""
+    from django.core.management import call_command
+
+    from verifier.selectors import model_summary
+
+    out = io.StringIO()
+    rushed = replace(TINY, eval_every=1, max_minutes=1e-4)  # the first validation already overruns it
+    call_command("train_kge", "towns", "--config", json.dumps(asdict(rushed)), "--no-progress", stdout=out)
+    row = StructuralModel.objects.get(kg=towns[0], status=StructuralModel.Status.READY)
+    assert row.metrics["cut_short"] is True and row.metrics["epochs"] == 1
+    assert row.metrics["stopped_because"] == "time budget of 0.0001 minutes, the held-out MRR still rising"
+    text = out.getvalue()
+    assert "with its held-out MRR still rising" in text
+    assert """manage.py train_kge towns --config '{"max_minutes": 0.0002}'""" in text
+    assert model_summary(row).endswith(", cut short by its time budget")
 
 
 def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced(towns):

@@ -19,6 +19,7 @@ from verifier.structure import kge
 from verifier.structure.fitting import against_each_kind_line, calibrate_structural
 from verifier.structure.training import (
     TrainingError,
+    cut_short_warning,
     learnt_triples,
     request_training,
     restorable,
@@ -102,6 +103,8 @@ class Command(BaseCommand):
                + (f"; {unranked['mrr']:.3f} on the {unranked['triples']:,} that early stopping never ranked" if unranked else "")
                + ")" if dataset else "")
             + "; " + _calibration_line(calibration)))
+        if warning := cut_short_warning(row):
+            self.stdout.write(self.style.WARNING(warning))
         previous = restorable(kg)
         if previous is not None:
             self.stdout.write(f"It replaces model #{previous}; to undo: manage.py train_kge {kg.name} --restore {previous}")
