@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 from verifier.agent import compact, prompts
 from verifier.agent.llm import LLM, Completion
@@ -37,8 +38,18 @@ MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "embedding", "k
 # Baselines that decide from one structural tool's calibrated probability, without a language model: (the tool, the
 # payload field). `embedding` is the embedding classifier alone; `kge` the plausibility (the embedding, the entities'
 # text and the rules weighed together).
-STRUCTURAL_MODES = {"embedding": ("KG_Plausibility", "embedding_probability"), "kge": ("KG_Plausibility", "probability"),
-                    "rules": ("KG_Rules", "probability")}
+class StructuralBaseline(NamedTuple):
+    """A baseline deciding by one tool's calibrated probability: the tool, the evidence field holding it, what it is."""
+    tool: str
+    field: str
+    what: str
+
+
+STRUCTURAL_MODES = {
+    "embedding": StructuralBaseline("KG_Plausibility", "embedding_probability", "the embedding classifier's calibrated probability"),
+    "kge": StructuralBaseline("KG_Plausibility", "probability", "the calibrated structural probability"),
+    "rules": StructuralBaseline("KG_Rules", "probability", "the calibrated structural probability"),
+}
 MODEL_FREE_MODES = (*STRUCTURAL_MODES, "evidence")
 MODEL_ONLY_MODES = ("zero-shot", "cot", "self-consistency")  # the model alone, no tool
 STOP = ["Observation:", "\nObservation", "[Observation]"]
@@ -158,7 +169,7 @@ class Investigation:
         elif mode == "self-consistency":
             yield from self._self_consistency()
         elif mode in STRUCTURAL_MODES:
-            yield from self._structural(*STRUCTURAL_MODES[mode])
+            yield from self._structural(STRUCTURAL_MODES[mode])
         elif mode in BRIEF_MODES:
             yield from compact.weigh_brief(self, read=mode == "reading")
         else:
@@ -410,9 +421,10 @@ class Investigation:
         step.confidence = count / total
         yield step
 
-    def _structural(self, tool: str, field: str) -> Iterator[AgentStep]:
-        """A structural baseline: one tool on the claim; the calibrated probability in its evidence's ``field`` decides
+    def _structural(self, baseline: StructuralBaseline) -> Iterator[AgentStep]:
+        """A structural baseline: one tool on the claim; the calibrated probability in its evidence's field decides
         at 0.5."""
+        tool, field = baseline.tool, baseline.field
         arguments = [self.claim.head, self.claim.relation, self.claim.tail]
         yield AgentStep("action", f"{tool}({', '.join(arguments)})", tool=tool, arguments={str(i): a for i, a in enumerate(arguments)})
         started = time.perf_counter()
@@ -424,9 +436,7 @@ class Investigation:
             return
         probability = float(scored.payload[field])
         verdict = "correct" if probability >= 0.5 else "incorrect"
-        which = ("the embedding classifier's calibrated probability" if field == "embedding_probability"
-                 else "the calibrated structural probability")
-        explanation = f"{which} is {probability:.2f} [{scored.key}]"
+        explanation = f"{baseline.what} is {probability:.2f} [{scored.key}]"
         step = self.verdict(FinalAnswer(verdict, explanation, [scored.key]), forced=False)
         step.confidence = probability if verdict == "correct" else 1 - probability
         yield step
