@@ -410,6 +410,11 @@ def seed_shipped_models() -> list[ConfidenceModel]:
     return seeded + [model for kg in KnowledgeGraph.objects.all() if (model := seed_kg_model(kg)) is not None]
 
 
+def seeded_line(model: ConfidenceModel) -> str:
+    """"Verdict confidence for fb15k-237: <source>." — what activating a shipped model means, for a command's output."""
+    return f"Verdict confidence{f' for {model.kg.name}' if model.kg else ''}: {model.source}."
+
+
 def seed_kg_model(kg: KnowledgeGraph) -> ConfidenceModel | None:
     """Activate the model shipped for this KG (verifier/data/confidence_model.<KG name>.json) unless the KG has
     a confidence model of its own already (in force or stood down by a curator)."""

@@ -37,7 +37,7 @@ def labelled_evaluation(kg: KnowledgeGraph, name: str, draw: Callable[[], Labell
         rows = draw()
         path = write_benchmark(kg, rows, settings.KGV_CACHE_DIR / "labelled" / f"{name}.tsv")
         evaluation, _ = prepare(EvaluationSpec(benchmark=str(path), kg_name=kg.name, n=len(rows), seed=seed, mode=mode,
-                                               concurrency=concurrency, name=name))
+                                               concurrency=concurrency, name=name, for_fit=True))
     return evaluation
 
 

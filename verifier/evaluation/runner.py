@@ -33,6 +33,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 from tqdm import tqdm
 
+from verifier import confidence
+from verifier.agent.weighing import BRIEF_MODES
 from verifier.errors import ApplicationError
 from verifier.evaluation import outcomes
 from verifier.evaluation.configs import Configuration, run_config
@@ -78,6 +80,7 @@ class EvaluationSpec:
     name: str | None = None
     suite: str = ""
     profile: str | None = None
+    for_fit: bool = False  # the runs are data for a confidence model's fit: weighed or not, they are what a fit needs
 
     @property
     def config(self) -> dict:
@@ -122,6 +125,13 @@ def prepare(spec: EvaluationSpec, *, actor=None) -> tuple[Evaluation, bool]:
     except ValueError as exc:
         raise EvaluationError(str(exc)) from None
     benchmark = build_benchmark(spec.benchmark, n=spec.n, seed=spec.seed, kg_name=spec.kg_name, types=spec.types)
+    if spec.mode in BRIEF_MODES and not spec.for_fit and confidence.active_model(benchmark.kg.pk) is None:
+        # those modes decide only through a confidence model: every verification would end without a verdict
+        raise EvaluationError(
+            f"the {spec.mode} mode decides only through a confidence model, and none is in force for {benchmark.kg.name}: "
+            f"every verification would end without a verdict. Activate the shipped one (manage.py calibrate --import "
+            f"verifier/data/{confidence.SEED_MODEL.name}) or fit one on this KG (manage.py calibrate --kg "
+            f"{benchmark.kg.name} --calibration-triples); runs meant only as data for a fit: manage.py evaluate … --for-fit")
     return create(name, spec, benchmark, config, actor=actor), True
 
 

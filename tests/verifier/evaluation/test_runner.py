@@ -181,3 +181,25 @@ def test_an_evaluation_whose_driver_went_silent_is_marked_interrupted_with_how_t
     assert status == {"killed": "interrupted", "alive": "running", "never-beat": "interrupted"}
     page = client_for(make_user, "viewer").get(f"/evaluations/{made['killed'].pk}/").content.decode()
     assert "Interrupted" in page and "Resume (or <code>manage.py evaluate --resume killed</code>) verifies the rest" in page
+
+
+def test_an_evaluation_of_a_mode_that_decides_only_by_weighing_waits_for_a_confidence_model(dataset, world_kg):
+    """The evidence and reading modes have no answer of their own: without a confidence model every verification
+    would end without a verdict and score 0%. A new evaluation of them is refused with what to do, unless its runs
+    only label triples for a fit."""
+    from verifier import confidence
+
+    spec = EvaluationSpec(benchmark=str(dataset), n=4, kg_name=world_kg.name, mode="evidence")
+    with pytest.raises(EvaluationError, match=r"the evidence mode decides only through a confidence model, and none is "
+                                              r"in force for world: .*manage.py calibrate --import verifier/data/"
+                                              r"confidence_model.json\) or fit one on this KG \(manage.py calibrate "
+                                              r"--kg world --calibration-triples\)"):
+        prepare(spec)
+    assert not Evaluation.objects.exists() and not VerificationTask.objects.exists()
+    labelling, created = prepare(EvaluationSpec(benchmark=str(dataset), n=4, kg_name=world_kg.name, mode="reading",
+                                                name="labels", for_fit=True))
+    assert created and labelling.items.count() == 4
+    assert prepare(EvaluationSpec(benchmark=str(dataset), n=4, kg_name=world_kg.name, mode="agent"))[1]  # its own answers
+    confidence.import_model(confidence.SEED_MODEL, fallback=True)
+    evaluation, created = prepare(spec)
+    assert created and evaluation.mode == "evidence"

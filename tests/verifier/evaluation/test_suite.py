@@ -6,6 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from verifier import confidence
 from verifier.memory import bank
 from verifier.memory.bank import SEED_BANK
 from verifier.models import Evaluation, MemoryEntry, RunMemory
@@ -40,6 +41,8 @@ def test_the_suite_fills_the_table_row_by_row_with_the_seed_memory_bank(world_kg
     printed = capsys.readouterr().out
     assert f"Memory bank seeded with {MemoryEntry.objects.count()} investigations ({world_bank.name}): " in printed
     assert MemoryEntry.objects.filter(kg=world_kg).count() == MemoryEntry.objects.count() > 0
+    # and with the shipped confidence model in force, as `make demo` has it
+    assert f"Verdict confidence: {confidence.active_model(world_kg.pk).source}." in printed
     assert f"Using the running Celery worker(s): {celery_worker_process}" in printed
 
     evaluations = list(Evaluation.objects.filter(suite="world-suite").order_by("created_at"))

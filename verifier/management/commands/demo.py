@@ -59,7 +59,7 @@ class Command(BaseCommand):
         self._seed_memory_bank()
         self._queue_sample()
         for seeded in confidence.seed_shipped_models():
-            self.stdout.write(f"Verdict confidence{f' for {seeded.kg.name}' if seeded.kg else ''}: {seeded.source}.")
+            self.stdout.write(confidence.seeded_line(seeded))
         password = self._demo_login()
         if options["no_serve"]:
             return

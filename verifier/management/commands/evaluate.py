@@ -71,6 +71,8 @@ class Command(BaseCommand):
         parser.add_argument("--samples", type=int, default=None, help="self-consistency samples (k)")
         parser.add_argument("--types", choices=TYPE_SCHEMES, default="auto", help="fine-grained types for negatives")
         parser.add_argument("--name", help="the evaluation's name (default: from its parameters)")
+        parser.add_argument("--for-fit", action="store_true", help="the runs are data for a confidence model's fit "
+                            "(manage.py calibrate --evaluations): the evidence and reading modes go ahead with no model in force")
         parser.add_argument("--suite", default="", help="group this evaluation with others in one results table")
         parser.add_argument("--resume", metavar="ID", help="continue the evaluation with this id or name")
         parser.add_argument("--force", action="store_true", help="take over from a driver that looks alive")
@@ -117,7 +119,7 @@ class Command(BaseCommand):
                 mode=options["mode"], ablations=parse_ablations(options["ablate"]), repeats=options["repeats"],
                 concurrency=options["concurrency"] or 1, abstain=options["abstain"], t_max=options["t_max"],
                 samples=options["samples"], types=options["types"], name=options["name"], suite=options["suite"],
-                profile=options["profile"])
+                profile=options["profile"], for_fit=options["for_fit"])
             evaluation, created = prepare(spec)
         except (EvaluationError, BenchmarkError, ImportRejected, ValueError) as exc:
             raise CommandError(str(exc)) from None

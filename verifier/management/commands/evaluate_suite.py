@@ -12,6 +12,7 @@ from pathlib import Path
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from verifier import confidence
 from verifier.agent.loop import MODEL_FREE_MODES
 from verifier.evaluation import reports
 from verifier.evaluation.configs import SUITE
@@ -66,6 +67,8 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
         if seeded := seed_if_empty():  # the "− memory" row means nothing against an empty bank
             self.stdout.write(seeded)
+        for model in confidence.seed_shipped_models():  # the default's verdicts are weighed ones, as `make demo` has them
+            self.stdout.write(confidence.seeded_line(model))
         evaluations = []
         try:
             needs_model = any(by_slug[slug].mode not in MODEL_FREE_MODES for slug in configs)

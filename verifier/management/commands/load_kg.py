@@ -67,7 +67,7 @@ class Command(BaseCommand):
             rules = mine_rules(report.kg)
             self.stdout.write(f"Mined {rules:,} Horn rules (length ≤ 2) in {time.perf_counter() - started:.1f}s")
         if seeded := confidence.seed_kg_model(report.kg):
-            self.stdout.write(f"Verdict confidence for {report.kg.name}: {seeded.source}.")
+            self.stdout.write(confidence.seeded_line(seeded))
         if linked := bank.link_kg(report.kg):
             self.stdout.write(f"Memory bank: {linked} entries investigated on {report.kg.name} are now linked to it.")
         if not options["no_kge"] and kept is None:
