@@ -260,11 +260,13 @@ def cut_short_warning(row: StructuralModel) -> str:
     metrics = row.metrics or {}
     if not metrics.get("cut_short"):
         return ""
-    minutes = ((row.config or {}).get("kge") or {}).get("max_minutes")
-    return (f"The time budget ended the training of {row.kg.name}'s structural model #{row.pk} after "
-            f"{metrics['epochs']} epochs with its held-out MRR still rising: the network is weaker than more minutes "
-            f"make it (a machine busy with other work fits fewer epochs into the budget). To train it for longer: "
-            f"manage.py train_kge {row.kg.name} --config '{{\"max_minutes\": {2 * (minutes or 15):g}}}'")
+    minutes = ((row.config or {}).get("kge") or {}).get("max_minutes") or 15
+    rise = [f"{step['mrr']:.3f}" for step in metrics.get("history", [])[-2:]]
+    epochs = metrics["epochs"]
+    return (f"The {minutes:g}-minute budget ended the training of structural model #{row.pk} of {row.kg.name} after "
+            f"{epochs} epoch{'s' if epochs != 1 else ''} while its held-out MRR was still rising ({' → '.join(rise)} at the last "
+            f"validation); a machine busy with other work fits fewer epochs into the budget. To train it for longer: "
+            f"manage.py train_kge {row.kg.name} --config '{{\"max_minutes\": {2 * minutes:g}}}'")
 
 
 def _fail(row: StructuralModel, error: str) -> None:
