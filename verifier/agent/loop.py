@@ -35,9 +35,9 @@ from verifier.agent.weighing import (
 )
 
 MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "embedding", "kge", "rules", "evidence", "reading")
-# Baselines that decide from one structural tool's calibrated probability, without a language model: (the tool, the
-# payload field). `embedding` is the embedding classifier alone; `kge` the plausibility (the embedding, the entities'
-# text and the rules weighed together).
+# Baselines that decide from one structural tool's calibrated probability, without a language model. `embedding` is
+# the embedding classifier alone; `kge` the plausibility (the embedding, the entities' text and the rules weighed
+# together).
 class StructuralBaseline(NamedTuple):
     """A baseline deciding by one tool's calibrated probability: the tool, the evidence field holding it, what it is."""
     tool: str
