@@ -416,7 +416,7 @@ def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(to
 
 def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_train_longer(towns):
     """The budget is wall-clock: a busy machine fits fewer epochs into it, and the model it leaves is weaker than
-    the KG allows. The command, the KG's status line and the worker's log say so."""
+    the KG allows. The command and the KG's status line say so (a queued training's worker logs the same line)."""
     from django.core.management import call_command
 
     from verifier.selectors import model_summary
