@@ -82,6 +82,15 @@ def codex_like(world_kg, settings, tmp_path):
 
 
 @pytest.fixture
+def shipped_weighing(db):
+    """The shipped confidence model for every KG in force, as ``make demo`` leaves it: what the evidence and
+    reading modes need before a run of them is accepted."""
+    from verifier import confidence
+
+    return confidence.seed_shipped_models()
+
+
+@pytest.fixture
 def weighed_by_every_kg(monkeypatch):
     """A generated KG whose structural model is trained and calibrated, weighed by the shipped confidence model for
     every KG (fitted on CoDEx-S), as a curator's own KG is: (kg, structural model, the model for every KG).

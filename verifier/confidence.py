@@ -45,6 +45,7 @@ from verifier.agent.weighing import (
     evidence_from,
     unweighed,
 )
+from verifier.errors import ApplicationError
 from verifier.evaluation.datasets import HELD_OUT_BENCHMARKS
 from verifier.models import (
     ConfidenceModel,
@@ -74,6 +75,22 @@ def unweighed_warning(kg_id: int | None) -> str:
     return ("No confidence model is active: the agent's verdicts will be the model's own answers, with no confidence, "
             "and the evidence mode gives none. "
             f"Activate the shipped one with: manage.py calibrate --import verifier/data/{SEED_MODEL.name}")
+
+
+class Unweighed(ApplicationError):
+    """A run of a mode that decides only through a confidence model was asked for while none is in force."""
+
+
+def require_weighing(kg: KnowledgeGraph, mode: str) -> None:
+    """Refuse (Unweighed) a run of ``mode`` on ``kg`` that could end only without a verdict: the evidence and
+    reading modes decide by weighing alone, so without a confidence model in force every such run would end
+    "No fitted weighing is in force". Agent runs go ahead: their model's answer stands, unweighed."""
+    if mode in BRIEF_MODES and active_model(kg.pk) is None:
+        raise Unweighed(
+            f"the {mode} mode decides only through a confidence model, and none is in force for {kg.name}: "
+            f"every verification would end without a verdict. Activate the shipped one (manage.py calibrate --import "
+            f"verifier/data/{SEED_MODEL.name}) or fit one on this KG (manage.py calibrate --kg {kg.name} "
+            f"--calibration-triples)")
 
 
 def fit_key(task) -> str:

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from verifier import webhooks
+from verifier import confidence, webhooks
 from verifier.agent.loop import AgentConfig
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.errors import ApplicationError
@@ -129,11 +129,16 @@ def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: d
 MAX_BULK = 1000  # the most tasks or memories one bulk action takes (the queue's, the bank's, the API's)
 
 
-def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True):
+def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True,
+              unweighed_ok: bool = False):
     """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
-    leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model."""
+    leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model.
+    A mode that decides only by weighing is refused while no confidence model is in force for the task's KG
+    (confidence.Unweighed), unless ``unweighed_ok``: an evaluation, which has decided that for all its runs."""
     requested = dict(config or {})
-    AgentConfig.from_dict(requested)  # validates; raises ValueError with a clear message
+    mode = AgentConfig.from_dict(requested).mode  # validates; raises ValueError with a clear message
+    if not unweighed_ok:
+        confidence.require_weighing(task.kg, mode)
     with transaction.atomic():
         VerificationTask.objects.select_for_update().filter(pk=task.pk).first()  # one start at a time per task
         in_flight = Run.objects.filter(task=task).in_flight().first()

@@ -12,6 +12,7 @@ from tests.http_fixtures import LocalHTTPServer, Reply
 from tests.users import PASSWORD
 from tests.verifier.test_webhooks import signature_is_valid
 from tests.workers import wait_for
+from verifier import confidence
 from verifier.models import Run, SavedView, VerificationTask, Webhook, WebhookDelivery
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,6 +72,7 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     page.locator("input.row-check").first.check()  # ticking tasks estimates what running them takes
     assert page.inner_text("#run-estimate").startswith("running them: about ")
     page.select_option("#bulk-kind", "evidence")  # no evidence-only run yet: no basis for an estimate
+    confidence.seed_shipped_models()  # what weighs the evidence, as `make demo` puts it in force
     assert page.inner_text("#run-estimate") == ""
     ticked = int(page.locator("input.row-check:checked").first.get_attribute("value"))
     page.click("#bulk-form button[value=run]")
@@ -82,7 +84,8 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     assert steps[-1].kind == "verdict" and sum(step.prompt_tokens for step in steps) == 0  # no model asked
 
 
-def test_a_curator_weighs_every_task_of_a_view_longer_than_a_page_in_one_action(browser_context, world_kg, make_user):
+def test_a_curator_weighs_every_task_of_a_view_longer_than_a_page_in_one_action(browser_context, world_kg, make_user,
+                                                                                 shipped_weighing):
     make_user("curator", username="cleo")
     entities, relations = list(world_kg.entities.all()), list(world_kg.relations.all())
     triples = [(h, r, t) for h in entities for r in relations for t in entities if h != t][:30]

@@ -18,6 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from verifier.confidence import Unweighed
 from verifier.errors import ApplicationError
 from verifier.kg.loader import ImportRejected
 from verifier.queue_filters import QueueFilterError
@@ -43,7 +44,7 @@ def _application_error(exc: ApplicationError) -> Response:
         return Response(error_body("import_rejected", message, {"rows": rows}), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, QueueFilterError):
         return Response(error_body("invalid", str(exc), {exc.param: [str(exc)]}), status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, TaskBusy):
+    if isinstance(exc, (TaskBusy, Unweighed)):  # valid, but not while the task or the installation is in this state
         return Response(error_body("conflict", str(exc)), status=status.HTTP_409_CONFLICT)
     code = "rejected" if isinstance(exc, ReviewRejected) else "invalid"
     return Response(error_body(code, str(exc)), status=status.HTTP_400_BAD_REQUEST)

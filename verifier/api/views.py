@@ -119,7 +119,10 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         OpenApiParameter("task", str, description="task id(s), comma-separated"),
         OpenApiParameter("status", str, enum=Run.Status.values),
     ]),
-    create=extend_schema(request=s.RunCreateSerializer, responses={201: s.RunDetailSerializer}),
+    create=extend_schema(request=s.RunCreateSerializer, responses={
+        201: s.RunDetailSerializer,
+        409: OpenApiResponse(description="the task has a run queued or running, or the mode decides only by weighing "
+                                         "(evidence, reading) and no confidence model is in force for the task's KG")}),
 )
 class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Investigations: start (curator), follow, cancel (curator), review, promote to the memory bank (reviewer)."""

@@ -109,6 +109,19 @@ def validation_dataset(kg_name: str) -> _Dataset | None:
     return DATASETS[spec] if spec else None
 
 
+def benchmark_kg(spec: str, kg_name: str | None = None) -> KnowledgeGraph:
+    """The loaded KG whose triples the benchmark ``spec`` draws: a shipped dataset's own KG (or ``kg_name``),
+    ``kg_name`` for a file of triples."""
+    dataset = DATASETS.get(spec)
+    if dataset is not None:
+        return _kg(kg_name or dataset.kg_name)
+    if not Path(spec).is_file():
+        raise BenchmarkError(f"unknown benchmark {spec!r}: not one of {', '.join(DATASETS)} and not a file")
+    if not kg_name:
+        raise BenchmarkError("a benchmark file needs --kg: the KG its triples belong to")
+    return _kg(kg_name)
+
+
 def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None, data_dir: Path | None = None,
                     types: str = "auto") -> Benchmark:
     """``n`` labelled triples (half true, half false where the data allows) of the benchmark ``spec``."""
@@ -118,9 +131,9 @@ def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None,
         raise BenchmarkError(f"unknown type scheme {types!r}; one of {', '.join(TYPE_SCHEMES)}")
     data_dir = data_dir or settings.KGV_DATA_DIR
     rng = random.Random(seed)
+    kg = benchmark_kg(spec, kg_name)
     dataset = DATASETS.get(spec)
     if dataset is not None:
-        kg = _kg(kg_name or dataset.kg_name)
         missing = [path for path in dataset.files() if not (data_dir / path).is_file()]
         if missing:
             hint = "; the dataset ships without its test split: copy it there to benchmark on it" if dataset.split == "test" else ""
@@ -131,13 +144,7 @@ def build_benchmark(spec: str, *, n: int, seed: int, kg_name: str | None = None,
             negatives = read_rows(kg, data_dir / dataset.negatives)
             return _matched(spec, kg, positives, negatives, n, rng, also_true)
         return _sampled(spec, kg, positives, n, rng, types, also_true)
-    path = Path(spec)
-    if not path.is_file():
-        raise BenchmarkError(f"unknown benchmark {spec!r}: not one of {', '.join(DATASETS)} and not a file")
-    if not kg_name:
-        raise BenchmarkError("a benchmark file needs --kg: the KG its triples belong to")
-    kg = _kg(kg_name)
-    rows = read_rows(kg, path, check_labels=True)
+    rows = read_rows(kg, Path(spec), check_labels=True)
     if all(row.label is None for row in rows):
         return _sampled(spec, kg, rows, n, rng, types, set())
     return _labelled(spec, kg, rows, n, rng)

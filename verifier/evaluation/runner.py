@@ -34,11 +34,10 @@ from django.utils.text import slugify
 from tqdm import tqdm
 
 from verifier import confidence
-from verifier.agent.weighing import BRIEF_MODES
 from verifier.errors import ApplicationError
 from verifier.evaluation import outcomes
 from verifier.evaluation.configs import Configuration, run_config
-from verifier.evaluation.datasets import Benchmark, build_benchmark
+from verifier.evaluation.datasets import Benchmark, benchmark_kg, build_benchmark
 from verifier.evaluation.workers import runs_held_by_workers
 from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
@@ -124,14 +123,12 @@ def prepare(spec: EvaluationSpec, *, actor=None) -> tuple[Evaluation, bool]:
         config = spec.config
     except ValueError as exc:
         raise EvaluationError(str(exc)) from None
+    if not spec.for_fit:
+        try:  # before the draw, which can take a while on a large KG
+            confidence.require_weighing(benchmark_kg(spec.benchmark, spec.kg_name), spec.mode)
+        except confidence.Unweighed as exc:
+            raise EvaluationError(f"{exc}; runs meant only as data for a fit: manage.py evaluate … --for-fit") from None
     benchmark = build_benchmark(spec.benchmark, n=spec.n, seed=spec.seed, kg_name=spec.kg_name, types=spec.types)
-    if spec.mode in BRIEF_MODES and not spec.for_fit and confidence.active_model(benchmark.kg.pk) is None:
-        # those modes decide only through a confidence model: every verification would end without a verdict
-        raise EvaluationError(
-            f"the {spec.mode} mode decides only through a confidence model, and none is in force for {benchmark.kg.name}: "
-            f"every verification would end without a verdict. Activate the shipped one (manage.py calibrate --import "
-            f"verifier/data/{confidence.SEED_MODEL.name}) or fit one on this KG (manage.py calibrate --kg "
-            f"{benchmark.kg.name} --calibration-triples); runs meant only as data for a fit: manage.py evaluate … --for-fit")
     return create(name, spec, benchmark, config, actor=actor), True
 
 
@@ -206,7 +203,7 @@ def supersede_orphans(evaluation: Evaluation, held: set[int] | None = None, note
 
 def _start(evaluation: Evaluation, item: EvaluationItem) -> None:
     with transaction.atomic():
-        run = start_run(task=item.task, config=evaluation.config, actor=evaluation.created_by)
+        run = start_run(task=item.task, config=evaluation.config, actor=evaluation.created_by, unweighed_ok=True)
         EvaluationItem.objects.filter(pk=item.pk).update(run=run, attempts=F("attempts") + 1)
 
 

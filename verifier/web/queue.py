@@ -19,13 +19,14 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from verifier import exports, services
+from verifier import confidence, exports, services
 from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
@@ -184,7 +185,12 @@ def _back_to_queue(request: HttpRequest) -> HttpResponse:
 def _run_selected(request: HttpRequest, tasks, kind: str) -> None:
     busy = tasks_in_flight(tasks)
     config = run_config(kind)
-    started = [services.start_run(task=task, config=config, actor=request.user) for task in tasks if task.pk not in busy]
+    try:
+        with transaction.atomic():  # all of them or, refused for one KG, none
+            started = [services.start_run(task=task, config=config, actor=request.user) for task in tasks if task.pk not in busy]
+    except confidence.Unweighed as exc:
+        messages.error(request, f"No run started: {exc}.")
+        return
     if started:
         what = "run(s)" if kind == "agent" else "run(s) weighing the evidence only"
         messages.success(request, f"{len(started)} {what} queued; each row shows its status as a worker takes it.")

@@ -16,7 +16,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from verifier import services
+from verifier import confidence, services
 from verifier.comparison import NotComparable, compare_runs
 from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
@@ -207,6 +207,9 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
             messages.warning(request, f"No new run: {exc}.")
             latest = task.runs.order_by("-created_at", "-id").first()
             return redirect(_with_queue(reverse("run-detail", args=[latest.pk]), queue))
+        except confidence.Unweighed as exc:
+            messages.error(request, f"No new run: {exc}.")
+            return redirect(_with_queue(reverse("task-detail", args=[task.pk]), queue))
         messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.")
         return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
     latest = task.runs.order_by("-created_at", "-id").first()

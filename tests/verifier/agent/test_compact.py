@@ -354,8 +354,11 @@ def test_the_evidence_mode_runs_as_an_evaluation_ablation_configures_it(task):
         run_config("evidence", ("memory",))
 
 
-def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_why(task):
+def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_why(task, shipped_weighing):
+    """A run is refused while nothing weighs (test_runs.py); one queued before its weighing stood down says why it
+    ends without a verdict."""
     run = start_run(task=task, config={"mode": "evidence"}, queue=False)
+    ConfidenceModel.objects.update(active=False)
     execute_run(run.pk)
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED and run.verdict == "not_enough_evidence" and run.confidence is None

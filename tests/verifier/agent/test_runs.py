@@ -263,6 +263,25 @@ def test_bad_configuration_is_refused_before_a_run_exists(task):
     assert not Run.objects.exists()
 
 
+def test_a_run_that_decides_only_by_weighing_is_refused_before_it_exists_while_nothing_weighs(task):
+    """The evidence and reading modes have no answer of their own: while no confidence model is in force each such
+    run would end without a verdict, so none is created. An evaluation, which settled that for all its runs (its
+    runs can be a fit's data), may still start them."""
+    from verifier import confidence
+
+    for mode in ("evidence", "reading"):
+        with pytest.raises(confidence.Unweighed, match=rf"the {mode} mode decides only through a confidence model, and "
+                                                       r"none is in force for world: .*calibrate --kg world --calibration-triples"):
+            start_run(task=task, config={"mode": mode}, queue=False)
+    assert not Run.objects.exists()
+    assert start_run(task=task, config={"mode": "evidence"}, queue=False, unweighed_ok=True).config == {"mode": "evidence"}
+    Run.objects.all().delete()
+    start_run(task=task, config={}, queue=False)  # the agent's own answer stands, unweighed
+    Run.objects.all().delete()
+    confidence.seed_shipped_models()
+    assert start_run(task=task, config={"mode": "reading"}, queue=False).config == {"mode": "reading"}
+
+
 def test_native_tool_calls_drive_the_same_loop(task):
     from tests.openai_server import ToolCall, ToolCallReply
 

@@ -86,3 +86,19 @@ def test_bad_export_selections_are_400(verified, client_as):
     assert "name the tasks, runs or claims" in assert_error(client.get(url), 400, "invalid")["message"]
     pending = make_task(verified["kg"], "Q90", "P17", "Q142")
     assert "has a finished run" in assert_error(client.get(url + f"?tasks={pending.pk}"), 400, "invalid")["message"]
+
+
+def test_a_run_that_could_end_only_without_a_verdict_is_a_conflict_and_starts_nothing(verified, client_as):
+    """With no confidence model in force the evidence and reading modes decide nothing: the API refuses them, the
+    single run and the bulk run alike, and says how to put a weighing in force."""
+    client = client_as("curator")
+    other = make_task(verified["kg"], "Q90", "P17", "Q142")
+    for mode in ("evidence", "reading"):
+        error = assert_error(client.post(reverse("api:run-list"), {"task": other.pk, "config": {"mode": mode}}, format="json"),
+                             409, "conflict")
+        assert error["message"].startswith(f"the {mode} mode decides only through a confidence model, and none is in force")
+        assert "manage.py calibrate --import verifier/data/confidence_model.json" in error["message"]
+    error = assert_error(client.post(reverse("api:task-bulk"), {"action": "run", "ids": [other.pk, verified["task"].pk],
+                                                                "config": {"mode": "evidence"}}, format="json"), 409, "conflict")
+    assert not Run.objects.filter(task=other).exists()
+    assert client.post(reverse("api:run-list"), {"task": other.pk}, format="json").status_code == 201  # the agent answers itself

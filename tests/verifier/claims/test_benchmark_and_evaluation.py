@@ -4,7 +4,7 @@ import json
 from collections import Counter
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.claims.benchmark import CATEGORIES, generate, write_jsonl
@@ -93,6 +93,18 @@ def _answers(body: dict) -> str:
         return "=== Initial Impression ===\n[Correct] Because.\n=== Strategic Plan ===\n[Step 1] KG_Neighbor(Douglas Adams)"
     verdict = "Incorrect" if "Paris" in " ".join(m["content"] for m in body["messages"]) else "Correct"
     return f"Thought: done.\nFinal Answer: [{verdict}] Because the KG says so."
+
+
+def test_claims_of_a_mode_that_decides_only_by_weighing_wait_for_a_confidence_model(world_kg, tmp_path):
+    """Refused before the model writes any claim as triples, which is the slow part: every part's run would end
+    without a verdict."""
+    path = tmp_path / "claims.jsonl"
+    path.write_text(json.dumps({"claim": "Douglas Adams was born in Cambridge.", "label": True}) + "\n", encoding="utf-8")
+    for command in (["evaluate", "--benchmark", str(path)], ["verify_claim", "Douglas Adams was born in Cambridge."]):
+        with pytest.raises(CommandError, match=r"^the reading mode decides only through a confidence model, and none is "
+                                               r"in force for world: .*calibrate --kg world --calibration-triples"):
+            call_command(*command, "--kg", "world", "--mode", "reading")
+    assert not Claim.objects.exists()
 
 
 def test_evaluate_runs_a_claims_file_resumably_with_figures_per_category(world_kg, tmp_path, monkeypatch, capsys):

@@ -78,7 +78,7 @@ def test_the_first_model_in_training_is_waited_for_and_a_stalled_job_is_not(town
 
 
 def test_a_run_on_a_learnt_triple_stays_queued_until_the_training_ends(towns, django_capture_on_commit_callbacks, client,
-                                                                       make_user):
+                                                                       make_user, shipped_weighing):
     kg, triples, ready = towns
     rows = _rows(kg, *next(t for t in triples if t[1] == "citizen_of"))
     run = start_run(task=_task(kg, rows), config={"mode": "evidence"}, queue=False)
@@ -158,7 +158,7 @@ def test_a_command_waits_for_the_training_in_flight_then_takes_the_model_without
                      "  42% training: epoch 7/300"]
 
 
-def test_the_queue_row_of_a_waiting_run_says_what_it_waits_for(towns, client, make_user):
+def test_the_queue_row_of_a_waiting_run_says_what_it_waits_for(towns, client, make_user, shipped_weighing):
     kg, triples, _ = towns
     rows = _rows(kg, *next(t for t in triples if t[1] == "citizen_of"))
     run = start_run(task=_task(kg, rows), config={"mode": "evidence"}, queue=False)

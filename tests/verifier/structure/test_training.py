@@ -4,6 +4,7 @@ plausibility answers and the refusal to score a triple the model learnt."""
 import gc
 import io
 import json
+import logging
 import random
 from dataclasses import asdict, replace
 
@@ -27,7 +28,8 @@ from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, 
 from verifier.structure.fitting import calibrate_structural, corruptions, structural_fit_set
 from verifier.structure.kge import KGEConfig
 from verifier.structure.rules import find_rules
-from verifier.structure.training import train
+from verifier.structure.training import cut_short_warning, request_training, train
+from verifier.tasks import train_structural_model
 from verifier.tools.kg_plausibility import observation
 from verifier.tools.names import Resolved
 
@@ -414,7 +416,7 @@ def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(to
     assert with_model.candidates[0][1] >= with_model.candidates[-1][1]
 
 
-def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_train_longer(towns):
+def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_train_longer(towns, caplog):
     """The budget is wall-clock: a busy machine fits fewer epochs into it, and the model it leaves is weaker than
     the KG allows. The command and the KG's status line say so (a queued training's worker logs the same line)."""
     from django.core.management import call_command
@@ -433,6 +435,13 @@ def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_t
             f"held-out MRR was still rising ({only} at the last validation)") in text
     assert """manage.py train_kge towns --config '{"max_minutes": 0.0002}'""" in text
     assert model_summary(row).endswith(", cut short by its time budget")
+
+    queued = request_training(towns[0], config=asdict(rushed))  # the same, trained by a worker for the workbench
+    with caplog.at_level(logging.WARNING, logger="verifier.tasks"):
+        assert train_structural_model(queued.pk) == StructuralModel.Status.READY
+    logged = [r.getMessage() for r in caplog.records if r.name == "verifier.tasks"]
+    assert logged == [cut_short_warning(StructuralModel.objects.get(pk=queued.pk))]
+    assert f"structural model #{queued.pk} of towns" in logged[0]
 
 
 def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced(towns):

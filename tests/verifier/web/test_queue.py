@@ -256,7 +256,7 @@ def test_bulk_run_starts_one_run_per_task_and_leaves_busy_tasks_alone(queue):
     assert "2 run(s) queued" in page and "1 task(s) already had a run queued or running" in page
 
 
-def test_bulk_run_can_weigh_the_evidence_only(queue):
+def test_bulk_run_can_weigh_the_evidence_only(queue, shipped_weighing):
     page = queue.client.get(reverse("queue")).content.decode()
     assert re.search(r'<select name="kind" id="bulk-kind"[^>]*>\s*<option value="agent">Investigate</option>'
                      r'<option value="evidence">Weigh the evidence only</option>', page)
@@ -265,6 +265,16 @@ def test_bulk_run_can_weigh_the_evidence_only(queue):
     assert [run.config for run in started] == [{"mode": "evidence"}] * 2
     assert "2 run(s) weighing the evidence only queued" in queue.client.get(response["Location"]).content.decode()
     assert Run.objects.get(task=queue.pending, created_by=queue.me).config == {"mode": "evidence"}
+
+
+def test_bulk_run_of_the_evidence_only_waits_for_a_confidence_model(queue):
+    """Weighing the evidence decides only through a confidence model: with none in force the bulk run starts
+    nothing and says how to put one in force, instead of queueing runs that would each end without a verdict."""
+    response = _bulk(queue.client, "run", [queue.pending, queue.incorrect], kind="evidence")
+    page = queue.client.get(response["Location"]).content.decode()
+    assert "No run started: the evidence mode decides only through a confidence model, and none is in force" in page
+    assert "manage.py calibrate --import verifier/data/confidence_model.json" in page
+    assert not Run.objects.filter(created_by=queue.me).exists()
 
 
 def test_bulk_run_refuses_an_unknown_kind_of_run(queue):
@@ -277,7 +287,7 @@ def _bulk_matching(client, action, query, **extra):
     return client.post(reverse("queue-bulk"), {"action": action, "matching": "1", "return_query": query, **extra})
 
 
-def test_a_bulk_action_can_take_every_task_of_the_view_not_only_the_ticked_page(queue, make_user):
+def test_a_bulk_action_can_take_every_task_of_the_view_not_only_the_ticked_page(queue, make_user, shipped_weighing):
     response = _bulk_matching(queue.client, "run", "verdict=none&sort=relation", kind="evidence")
     assert response["Location"] == reverse("queue") + "?verdict=none&sort=relation"
     # the view's tasks without a verdict: `running` already had a run and is left alone
@@ -376,7 +386,7 @@ def test_the_import_page_counts_each_kgs_work_queue_not_the_triples_evaluations_
     assert graph.task_count == 1
 
 
-def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monkeypatch):
+def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monkeypatch, shipped_weighing):
     world = make_world()
     world.task("Q42", "P27", "Q142")  # the first row is already queued: it keeps its task and gets no run
     client = client_for(make_user, "curator")
@@ -395,7 +405,7 @@ def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monk
     assert [r.config for r in Run.objects.filter(task__source__startswith="more.csv")] == [{}]
 
 
-def test_a_previewed_import_keeps_the_run_chosen_for_its_confirmation(make_user, settings, tmp_path):
+def test_a_previewed_import_keeps_the_run_chosen_for_its_confirmation(make_user, settings, tmp_path, shipped_weighing):
     settings.KGV_CACHE_DIR = tmp_path
     world = make_world()
     client = client_for(make_user, "curator")

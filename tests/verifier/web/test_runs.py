@@ -9,6 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.verifier.web.run_pages import make_finished_run, make_live_run, make_world
+from verifier import confidence
 from verifier.models import Review, Run, VerificationTask
 from verifier.web.run_evidence import SubgraphBuilder
 
@@ -276,6 +277,10 @@ def test_a_run_started_from_the_run_page_can_weigh_the_evidence_only(make_user, 
     refused = curator.post(url, {"kind": "oracle"}, follow=True)
     assert "No new run: Select a valid choice. oracle is not one of the available choices." in refused.content.decode()
     assert finished.task.runs.count() == 1
+    refused = curator.post(url, {"kind": "evidence"}, follow=True).content.decode()
+    assert "No new run: the evidence mode decides only through a confidence model, and none is in force" in refused
+    assert finished.task.runs.count() == 1
+    confidence.seed_shipped_models()
     curator.post(url, {"kind": "evidence"})
     assert finished.task.runs.order_by("-pk").first().config == {"mode": "evidence"}
 

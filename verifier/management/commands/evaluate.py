@@ -144,6 +144,10 @@ def claims_command(command: BaseCommand, options) -> None:
     kg = KnowledgeGraph.objects.filter(name=options["kg"] or "").first()
     if kg is None or kg.version == 0:
         raise CommandError("a claims benchmark needs --kg, a loaded KG")
+    try:  # before any claim is written as triples by the model
+        confidence.require_weighing(kg, options["mode"])
+    except confidence.Unweighed as exc:
+        raise CommandError(str(exc)) from None
     from kgv_web.embedded_llm import provide_local_llm
 
     provide_local_llm()  # every mode asks the model: for the pseudo-subgraph, or (zero-shot) for the verdict

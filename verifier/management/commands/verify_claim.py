@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier.agent.loop import MODES
 from verifier.claims.service import ClaimError, decompose_claim, outcome, part_text, start_part_runs, submit_claim
+from verifier.confidence import Unweighed, require_weighing
 from verifier.models import Claim, KnowledgeGraph, Run
 from verifier.runner import execute_run
 from verifier.structure.training import TrainingError, wait_for_model
@@ -28,6 +29,10 @@ class Command(BaseCommand):
         kg = KnowledgeGraph.objects.filter(name=options["kg"]).first()
         if kg is None or kg.version == 0:
             raise CommandError(f"the KG {options['kg']!r} is not loaded; run manage.py load_kg first")
+        try:  # before the model writes the claim as triples, which takes a while
+            require_weighing(kg, options["mode"])
+        except Unweighed as exc:
+            raise CommandError(str(exc)) from None
         from kgv_web.embedded_llm import provide_local_llm
 
         provide_local_llm()  # no LLM_BASE_URL: the embedded local model, stopped when this command ends
