@@ -81,11 +81,12 @@ class Unweighed(ApplicationError):
     """A run of a mode that decides only through a confidence model was asked for while none is in force."""
 
 
-def require_weighing(kg: KnowledgeGraph, mode: str) -> None:
-    """Refuse (Unweighed) a run of ``mode`` on ``kg`` that could end only without a verdict: the evidence and
-    reading modes decide by weighing alone, so without a confidence model in force every such run would end
+def require_weighing(kg_id: int, mode: str) -> None:
+    """Refuse (Unweighed) a run of ``mode`` on the KG ``kg_id`` that could end only without a verdict: the evidence
+    and reading modes decide by weighing alone, so without a confidence model in force every such run would end
     "No fitted weighing is in force". Agent runs go ahead: their model's answer stands, unweighed."""
-    if mode in BRIEF_MODES and active_model(kg.pk) is None:
+    if mode in BRIEF_MODES and active_model(kg_id) is None:
+        kg = KnowledgeGraph.objects.get(pk=kg_id)
         raise Unweighed(
             f"the {mode} mode decides only through a confidence model, and none is in force for {kg.name}: "
             f"every verification would end without a verdict. Activate the shipped one (manage.py calibrate --import "

@@ -138,7 +138,7 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
     requested = dict(config or {})
     mode = AgentConfig.from_dict(requested).mode  # validates; raises ValueError with a clear message
     if not unweighed_ok:
-        confidence.require_weighing(task.kg, mode)
+        confidence.require_weighing(task.kg_id, mode)
     with transaction.atomic():
         VerificationTask.objects.select_for_update().filter(pk=task.pk).first()  # one start at a time per task
         in_flight = Run.objects.filter(task=task).in_flight().first()

@@ -125,7 +125,7 @@ def prepare(spec: EvaluationSpec, *, actor=None) -> tuple[Evaluation, bool]:
         raise EvaluationError(str(exc)) from None
     if not spec.for_fit:
         try:  # before the draw, which can take a while on a large KG
-            confidence.require_weighing(benchmark_kg(spec.benchmark, spec.kg_name), spec.mode)
+            confidence.require_weighing(benchmark_kg(spec.benchmark, spec.kg_name).pk, spec.mode)
         except confidence.Unweighed as exc:
             raise EvaluationError(f"{exc}; runs meant only as data for a fit: manage.py evaluate … --for-fit") from None
     benchmark = build_benchmark(spec.benchmark, n=spec.n, seed=spec.seed, kg_name=spec.kg_name, types=spec.types)

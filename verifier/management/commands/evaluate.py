@@ -145,7 +145,7 @@ def claims_command(command: BaseCommand, options) -> None:
     if kg is None or kg.version == 0:
         raise CommandError("a claims benchmark needs --kg, a loaded KG")
     try:  # before any claim is written as triples by the model
-        confidence.require_weighing(kg, options["mode"])
+        confidence.require_weighing(kg.pk, options["mode"])
     except confidence.Unweighed as exc:
         raise CommandError(str(exc)) from None
     from kgv_web.embedded_llm import provide_local_llm

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         if kg is None or kg.version == 0:
             raise CommandError(f"the KG {options['kg']!r} is not loaded; run manage.py load_kg first")
         try:  # before the model writes the claim as triples, which takes a while
-            require_weighing(kg, options["mode"])
+            require_weighing(kg.pk, options["mode"])
         except Unweighed as exc:
             raise CommandError(str(exc)) from None
         from kgv_web.embedded_llm import provide_local_llm
