@@ -252,7 +252,12 @@ def paired_line(t: dict) -> str:
     verdict = "the two differ beyond chance" if t["p"] < 0.05 else "a difference this size may be chance"
     return (f"On the {t['shared']} verifications both made: both right {t['both_right']}, only A right {t['only_a']}, "
             f"only B right {t['only_b']}, both wrong {t['both_wrong']}. Exact McNemar test on the "
-            f"{t['only_a'] + t['only_b']} that only one got right: p = {t['p']:.2f} ({verdict}).")
+            f"{t['only_a'] + t['only_b']} that only one got right: {p_text(t['p'])} ({verdict}).")
+
+
+def p_text(p: float) -> str:
+    """A p-value as a report states it: two decimals, three below 0.01, and "p < 0.001" where rounding would say 0."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}" if p < 0.01 else f"p = {p:.2f}"
 
 
 def comparison_markdown(a: Evaluation, b: Evaluation) -> str:

@@ -136,6 +136,7 @@ def test_the_paired_line_tests_the_disagreements_and_says_when_there_is_nothing_
     line = reports.paired_line({"shared": 128, "both_right": 0, "only_a": 73, "only_b": 55, "both_wrong": 0,
                                 "p": metrics.mcnemar_p(73, 55)})
     assert line.endswith("Exact McNemar test on the 128 that only one got right: p = 0.13 (a difference this size may be chance).")
+    assert [reports.p_text(p) for p in (metrics.mcnemar_p(121, 57), 0.0042, 0.3)] == ["p < 0.001", "p = 0.004", "p = 0.30"]
     assert "differ beyond chance" in reports.paired_line({"shared": 30, "both_right": 5, "only_a": 20, "only_b": 3,
                                                           "both_wrong": 2, "p": metrics.mcnemar_p(20, 3)})
     assert "share no verification" in reports.paired_line({"shared": 0, "both_right": 0, "only_a": 0, "only_b": 0,
