@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -107,9 +106,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"action": "assign", "changed": changed})
         by_id = {task.pk: task for task in tasks}
         busy = tasks_in_flight(tasks)
-        with transaction.atomic():
-            runs = [services.start_run(task=by_id[pk], config=data["config"], actor=request.user)
-                    for pk in data["ids"] if pk not in busy]
+        runs = services.start_runs(tasks=[by_id[pk] for pk in data["ids"] if pk not in busy], config=data["config"],
+                                   actor=request.user)
         return Response({"action": "run", "runs": [run.pk for run in runs], "busy": sorted(busy)})
 
 

@@ -17,7 +17,7 @@ from verifier.errors import ApplicationError
 from verifier.models import Claim, ClaimPart, ClaimReview, KnowledgeGraph, Run, SupportItem, VerificationTask
 from verifier.queue_filters import is_evaluation
 from verifier.selectors import standing_runs, tasks_in_flight
-from verifier.services import record_audit, start_run
+from verifier.services import record_audit, start_runs
 from verifier.tasks import verify_claim
 from verifier.wiring import build_llm
 
@@ -141,8 +141,8 @@ def start_part_runs(claim: Claim, *, config: dict | None = None, actor=None, que
     parts = list(claim.parts.select_related("task"))
     task_ids = [p.task_id for p in parts]
     settled, busy = ({} if rerun else standing_runs(task_ids)), tasks_in_flight(task_ids)
-    return [start_run(task=p.task, config=config, actor=actor, queue=queue)
-            for p in dict((p.task_id, p) for p in parts).values() if p.task_id not in settled and p.task_id not in busy]
+    return start_runs(tasks=[p.task for p in dict((p.task_id, p) for p in parts).values()
+                             if p.task_id not in settled and p.task_id not in busy], config=config, actor=actor, queue=queue)
 
 
 def part_text(row: dict) -> str:

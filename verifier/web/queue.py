@@ -19,7 +19,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -186,8 +185,7 @@ def _run_selected(request: HttpRequest, tasks, kind: str) -> None:
     busy = tasks_in_flight(tasks)
     config = run_config(kind)
     try:
-        with transaction.atomic():  # all of them or, refused for one KG, none
-            started = [services.start_run(task=task, config=config, actor=request.user) for task in tasks if task.pk not in busy]
+        started = services.start_runs(tasks=[task for task in tasks if task.pk not in busy], config=config, actor=request.user)
     except confidence.Unweighed as exc:
         messages.error(request, f"No run started: {exc}.")
         return
