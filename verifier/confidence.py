@@ -77,6 +77,14 @@ def unweighed_warning(kg_id: int | None) -> str:
             f"Activate the shipped one with: manage.py calibrate --import verifier/data/{SEED_MODEL.name}")
 
 
+def unweighed_kgs(kg_ids) -> list[KnowledgeGraph]:
+    """The KGs among ``kg_ids`` that no confidence model in force weighs (``active_model`` finds none), by name."""
+    models = ConfidenceModel.objects.filter(active=True)
+    if models.filter(kg__isnull=True).exists():
+        return []
+    return list(KnowledgeGraph.objects.filter(pk__in=kg_ids).exclude(pk__in=models.values("kg_id")).order_by("name"))
+
+
 class Unweighed(ApplicationError):
     """A run of a mode that decides only through a confidence model was asked for while none is in force."""
 
@@ -85,8 +93,9 @@ def require_weighing(kg_id: int, mode: str) -> None:
     """Refuse (Unweighed) a run of ``mode`` on the KG ``kg_id`` that could end only without a verdict: the evidence
     and reading modes decide by weighing alone, so without a confidence model in force every such run would end
     "No fitted weighing is in force". Agent runs go ahead: their model's answer stands, unweighed."""
-    if mode in BRIEF_MODES and active_model(kg_id) is None:
-        kg = KnowledgeGraph.objects.get(pk=kg_id)
+    missing = unweighed_kgs([kg_id]) if mode in BRIEF_MODES else []
+    if missing:
+        kg = missing[0]
         raise Unweighed(
             f"the {mode} mode decides only through a confidence model, and none is in force for {kg.name}: "
             f"every verification would end without a verdict. Activate the shipped one (manage.py calibrate --import "

@@ -59,6 +59,7 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     assert page.locator("#step-changes tbody tr").count() == max(first.steps.count(), second.steps.count())
     shoot(page, "compare")
 
+    confidence.seed_shipped_models()  # what weighs the evidence, as `make demo` puts it in force: the queue offers it
     page.goto("/?verdict=correct&sort=confidence")
     page.fill("#save-view-form input[name=name]", "correct, least confident")
     page.click("#save-view-form button[type=submit]")
@@ -72,7 +73,6 @@ def test_a_re_verification_is_compared_in_the_browser_and_announced_to_a_webhook
     page.locator("input.row-check").first.check()  # ticking tasks estimates what running them takes
     assert page.inner_text("#run-estimate").startswith("running them: about ")
     page.select_option("#bulk-kind", "evidence")  # no evidence-only run yet: no basis for an estimate
-    confidence.seed_shipped_models()  # what weighs the evidence, as `make demo` puts it in force
     assert page.inner_text("#run-estimate") == ""
     ticked = int(page.locator("input.row-check:checked").first.get_attribute("value"))
     page.click("#bulk-form button[value=run]")

@@ -3,6 +3,7 @@ by ``verifier.queue_filters.filter_tasks``, shared with the API."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from django import forms
@@ -11,8 +12,10 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.http import QueryDict
 
+from verifier import confidence
 from verifier.agent.loop import MODES
 from verifier.agent.prompts import LESSON_CHARS
+from verifier.agent.weighing import BRIEF_MODES
 from verifier.evaluation import control
 from verifier.evaluation.configs import MODE_LABELS
 from verifier.evaluation.datasets import available_benchmarks
@@ -39,6 +42,35 @@ def assignable_users():
 RUN_KINDS = (("agent", "Investigate"), ("evidence", "Weigh the evidence only"))
 
 
+@dataclass(frozen=True)
+class RunKind:
+    """A kind of RUN_KINDS as a run form offers it for the tasks of some KGs: ``disabled`` when it can start on
+    none of them, ``note`` saying why or where it cannot (confidence.require_weighing is the rule)."""
+
+    value: str
+    label: str
+    disabled: bool = False
+    note: str = ""
+
+
+def run_kinds(kg_ids) -> list[RunKind]:
+    """RUN_KINDS for tasks of the KGs ``kg_ids``: a kind that decides only through a confidence model is disabled
+    where none of them has one in force, and names those without one where only some lack it."""
+    kg_ids = set(kg_ids)
+    missing = [kg.name for kg in confidence.unweighed_kgs(kg_ids)]
+    kinds = []
+    for value, label in RUN_KINDS:
+        if value not in BRIEF_MODES or not missing:
+            kinds.append(RunKind(value, label))
+            continue
+        every = len(missing) == len(kg_ids)
+        note = (f"decides only through a confidence model, and none is in force for {', '.join(missing)}: activate "
+                "the shipped one or fit one on the Confidence page")
+        shown = f"{label} (needs a confidence model)" if every else f"{label} (not for {', '.join(missing)})"
+        kinds.append(RunKind(value, shown, disabled=every, note=note))
+    return kinds
+
+
 class TaskImportForm(forms.Form):
     kg = forms.ModelChoiceField(KnowledgeGraph.objects.order_by("name"), label="Knowledge graph",
                                 empty_label=None, help_text="Terms are resolved against this graph.")
@@ -48,6 +80,11 @@ class TaskImportForm(forms.Form):
                              help_text=f"Start a run of each triple queued now (at most {MAX_BULK:,}; the queue's bulk run "
                                        "takes the rest): weighing the evidence gives every row a verdict and a confidence in about a "
                                        "second each, to sort by before investigating.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        kinds = run_kinds(KnowledgeGraph.objects.values_list("pk", flat=True))
+        self.fields["then"].choices = [("", "Leave them pending"), *((kind.value, kind.label) for kind in kinds)]
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

@@ -42,7 +42,7 @@ from verifier.queue_filters import (
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import audit_events, run_pace, tasks_in_flight
 from verifier.uploads import save_upload, uploaded_file
-from verifier.web.forms import RUN_KINDS, BulkActionForm, TaskImportForm, assignable_users, run_config
+from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users, run_config, run_kinds
 from verifier.web.links import EXPORT_FORMATS, run_url, task_url
 from verifier.web.saved_views import saved_views, view_query
 from verifier.web.structure import status_context
@@ -139,7 +139,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "pace": run_pace(),
         "evidence_pace": run_pace("evidence"),
         "max_bulk": services.MAX_BULK,
-        "run_kinds": RUN_KINDS,
+        "run_kinds": run_kinds(in_view.order_by().values_list("kg_id", flat=True).distinct()),
         "view_query": view_query(request.GET),
         **status_context(),
     }

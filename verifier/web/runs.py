@@ -23,7 +23,7 @@ from verifier.quality import described
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
 from verifier.selectors import awaited_training, queue_position, queue_wait
-from verifier.web.forms import RUN_KINDS, RunStartForm, run_config
+from verifier.web.forms import RunStartForm, run_config, run_kinds
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
 from verifier.web.structure import status_context
@@ -77,7 +77,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "override_to": Verdict(overridden_to).label if overridden_to else "",
         "verdict_choices": [(Verdict.CORRECT.value, Verdict.CORRECT.label), (Verdict.INCORRECT.value, Verdict.INCORRECT.label)],
         "queue": queue,
-        "run_kinds": RUN_KINDS,
+        "run_kinds": run_kinds([run.task.kg_id]),
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",
         "promote_url": _promote_url(run),
@@ -220,7 +220,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
         "task": task,
         "undo_review": undoable_review(request),
         "queue": queue,
-        "run_kinds": RUN_KINDS,
+        "run_kinds": run_kinds([task.kg_id]),
         "can_curate": has_role(request.user, CURATOR),
         "previous_url": _with_queue(reverse("task-detail", args=[previous_id]), queue) if previous_id else "",
         "next_url": _with_queue(reverse("task-detail", args=[next_id]), queue) if next_id else "",

@@ -268,8 +268,13 @@ def test_bulk_run_can_weigh_the_evidence_only(queue, shipped_weighing):
 
 
 def test_bulk_run_of_the_evidence_only_waits_for_a_confidence_model(queue):
-    """Weighing the evidence decides only through a confidence model: with none in force the bulk run starts
-    nothing and says how to put one in force, instead of queueing runs that would each end without a verdict."""
+    """Weighing the evidence decides only through a confidence model: with none in force the queue offers it
+    disabled, saying why, and a bulk run asked for anyway starts nothing and says how to put one in force, instead
+    of queueing runs that would each end without a verdict."""
+    page = queue.client.get(reverse("queue")).content.decode()
+    assert re.search(r'<option value="evidence" disabled title="decides only through a confidence model, and none is '
+                     r'in force for [^"]+: activate the shipped one or fit one on the Confidence page">Weigh the evidence '
+                     r'only \(needs a confidence model\)</option>', page)
     response = _bulk(queue.client, "run", [queue.pending, queue.incorrect], kind="evidence")
     page = queue.client.get(response["Location"]).content.decode()
     assert "No run started: the evidence mode decides only through a confidence model, and none is in force" in page

@@ -11,7 +11,9 @@ from django.urls import reverse
 from tests.verifier.web.run_pages import make_world
 from tests.verifier.web.workbench import client_for, fast_password_hashing, upload  # noqa: F401  (autouse fixture)
 from verifier import services
-from verifier.models import AuditEvent, Run, VerificationTask
+from verifier.agent.weighing import FEATURES
+from verifier.models import AuditEvent, ConfidenceModel, KnowledgeGraph, Run, VerificationTask
+from verifier.web.forms import run_kinds
 
 pytestmark = pytest.mark.django_db
 
@@ -61,6 +63,21 @@ def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monk
                        follow=True).content.decode()
     assert "Runs were started for the first 1 of the 2 triples; the queue&#x27;s bulk run" in page
     assert [r.config for r in Run.objects.filter(task__source__startswith="more.csv")] == [{}]
+
+
+def test_the_import_says_which_graphs_cannot_weigh_the_evidence_yet(make_user):
+    """The import's "then" names the KGs that no confidence model weighs, as the run forms do; a run of the KG
+    that has one is offered plainly, and with none in force anywhere the option says what it needs."""
+    world = make_world()
+    other = KnowledgeGraph.objects.create(name="unweighed-kg")
+    client = client_for(make_user, "curator")
+    assert "Weigh the evidence only (needs a confidence model)" in client.get(reverse("queue-import")).content.decode()
+    ConfidenceModel.objects.create(kg=world.kg, features=FEATURES, coefficients=[0.0] * len(FEATURES), intercept=0.0)
+    assert [(kind.value, kind.label, kind.disabled) for kind in run_kinds([world.kg.pk, other.pk])] == [
+        ("agent", "Investigate", False), ("evidence", "Weigh the evidence only (not for unweighed-kg)", False)]
+    assert [kind.label for kind in run_kinds([world.kg.pk])] == ["Investigate", "Weigh the evidence only"]
+    assert run_kinds([other.pk])[1].disabled
+    assert "Weigh the evidence only (not for unweighed-kg)" in client.get(reverse("queue-import")).content.decode()
 
 
 def test_a_previewed_import_keeps_the_run_chosen_for_its_confirmation(make_user, settings, tmp_path, shipped_weighing):

@@ -272,7 +272,7 @@ def test_task_without_runs_offers_start_to_curators_and_starting_opens_the_new_r
 def test_a_run_started_from_the_run_page_can_weigh_the_evidence_only(make_user, finished):
     curator = client_for(make_user, "curator")
     page = curator.get(reverse("run-detail", args=[finished.pk])).content.decode()
-    assert 'id="rerun-kind"' in page and '<option value="evidence">Weigh the evidence only</option>' in page
+    assert 'id="rerun-kind"' in page and "Weigh the evidence only (needs a confidence model)</option>" in page
     url = reverse("task-detail", args=[finished.task_id])
     refused = curator.post(url, {"kind": "oracle"}, follow=True)
     assert "No new run: Select a valid choice. oracle is not one of the available choices." in refused.content.decode()
@@ -281,6 +281,8 @@ def test_a_run_started_from_the_run_page_can_weigh_the_evidence_only(make_user, 
     assert "No new run: the evidence mode decides only through a confidence model, and none is in force" in refused
     assert finished.task.runs.count() == 1
     confidence.seed_shipped_models()
+    page = curator.get(reverse("run-detail", args=[finished.pk])).content.decode()
+    assert '<option value="evidence">Weigh the evidence only</option>' in page
     curator.post(url, {"kind": "evidence"})
     assert finished.task.runs.order_by("-pk").first().config == {"mode": "evidence"}
 
