@@ -89,18 +89,21 @@ class Unweighed(ApplicationError):
     """A run of a mode that decides only through a confidence model was asked for while none is in force."""
 
 
-def require_weighing(kg_id: int, mode: str) -> None:
-    """Refuse (Unweighed) a run of ``mode`` on the KG ``kg_id`` that could end only without a verdict: the evidence
-    and reading modes decide by weighing alone, so without a confidence model in force every such run would end
-    "No fitted weighing is in force". Agent runs go ahead: their model's answer stands, unweighed."""
-    missing = unweighed_kgs([kg_id]) if mode in BRIEF_MODES else []
+def require_weighing(kg_ids, mode: str) -> None:
+    """Refuse (Unweighed) runs of ``mode`` on the KGs ``kg_ids`` (one id or several) that could end only without a
+    verdict: the evidence and reading modes decide by weighing alone, so without a confidence model in force every
+    such run would end "No fitted weighing is in force". Agent runs go ahead: their model's answer stands, unweighed.
+    The message names every KG without one."""
+    if mode not in BRIEF_MODES:
+        return
+    missing = unweighed_kgs([kg_ids] if isinstance(kg_ids, int) else kg_ids)
     if missing:
-        kg = missing[0]
+        names = ", ".join(kg.name for kg in missing)
+        fit = " or ".join(f"manage.py calibrate --kg {kg.name} --calibration-triples" for kg in missing)
         raise Unweighed(
-            f"the {mode} mode decides only through a confidence model, and none is in force for {kg.name}: "
+            f"the {mode} mode decides only through a confidence model, and none is in force for {names}: "
             f"every verification would end without a verdict. Activate the shipped one (manage.py calibrate --import "
-            f"verifier/data/{SEED_MODEL.name}) or fit one on this KG (manage.py calibrate --kg {kg.name} "
-            f"--calibration-triples)")
+            f"verifier/data/{SEED_MODEL.name}) or fit one on each such KG ({fit})")
 
 
 def fit_key(task) -> str:

@@ -134,7 +134,7 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
     """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
     leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model.
     A mode that decides only by weighing is refused while no confidence model is in force for the task's KG
-    (confidence.Unweighed), unless ``unweighed_ok``: the caller checked already (``start_runs``, once per KG) or
+    (confidence.Unweighed), unless ``unweighed_ok``: the caller checked already (``start_runs``, once for all its KGs) or
     decided it for all its runs (an evaluation, whose runs may be a fit's data)."""
     requested = dict(config or {})
     mode = AgentConfig.from_dict(requested).mode  # validates; raises ValueError with a clear message
@@ -153,11 +153,10 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
 
 
 def start_runs(*, tasks, config: dict | None = None, actor=None, queue: bool = True) -> list:
-    """``start_run`` for each of ``tasks``, all or none: the weighing their mode needs is checked once per KG
-    (confidence.Unweighed before any run exists), not once per task."""
+    """``start_run`` for each of ``tasks``, all or none: the weighing their mode needs is checked once for all
+    their KGs (confidence.Unweighed, naming each KG without one, before any run exists), not once per task."""
     mode = AgentConfig.from_dict(dict(config or {})).mode
-    for kg_id in {task.kg_id for task in tasks}:
-        confidence.require_weighing(kg_id, mode)
+    confidence.require_weighing({task.kg_id for task in tasks}, mode)
     with transaction.atomic():
         return [start_run(task=task, config=config, actor=actor, queue=queue, unweighed_ok=True) for task in tasks]
 

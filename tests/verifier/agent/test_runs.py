@@ -282,6 +282,31 @@ def test_a_run_that_decides_only_by_weighing_is_refused_before_it_exists_while_n
     assert start_run(task=task, config={"mode": "reading"}, queue=False).config == {"mode": "reading"}
 
 
+def test_bulk_runs_that_need_a_weighing_name_every_graph_without_one_and_start_none(task, world_kg):
+    """start_runs checks the weighing once for all its tasks' KGs: the refusal names each KG that lacks a confidence
+    model, and not one that has one, before any run of any KG exists."""
+    from verifier import confidence
+    from verifier.agent.weighing import FEATURES
+    from verifier.models import ConfidenceModel, Entity, KnowledgeGraph, Relation
+    from verifier.services import start_runs
+
+    def a_task_of(name):
+        kg = KnowledgeGraph.objects.create(name=name)
+        entity = Entity.objects.create(kg=kg, external_id="Q1", label="Earth")
+        return VerificationTask.objects.create(kg=kg, head=entity, relation=Relation.objects.create(
+            kg=kg, external_id="P31", label="instance of"), tail=entity)
+
+    tasks = [task, a_task_of("planets"), a_task_of("moons")]
+    with pytest.raises(confidence.Unweighed, match=r"none is in force for moons, planets, world: .*calibrate --kg moons "
+                                                   r"--calibration-triples or manage.py calibrate --kg planets"):
+        start_runs(tasks=tasks, config={"mode": "evidence"}, queue=False)
+    ConfidenceModel.objects.create(kg=world_kg, features=FEATURES, coefficients=[0.0] * len(FEATURES), intercept=0.0)
+    with pytest.raises(confidence.Unweighed, match=r"none is in force for moons, planets: "):
+        start_runs(tasks=tasks, config={"mode": "evidence"}, queue=False)
+    assert not Run.objects.exists()
+    assert len(start_runs(tasks=tasks[:1], config={"mode": "evidence"}, queue=False)) == 1
+
+
 def test_native_tool_calls_drive_the_same_loop(task):
     from tests.openai_server import ToolCall, ToolCallReply
 

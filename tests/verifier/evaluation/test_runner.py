@@ -192,7 +192,7 @@ def test_an_evaluation_of_a_mode_that_decides_only_by_weighing_waits_for_a_confi
     spec = EvaluationSpec(benchmark=str(dataset), n=4, kg_name=world_kg.name, mode="evidence")
     with pytest.raises(EvaluationError, match=r"the evidence mode decides only through a confidence model, and none is "
                                               r"in force for world: .*manage.py calibrate --import verifier/data/"
-                                              r"confidence_model.json\) or fit one on this KG \(manage.py calibrate "
+                                              r"confidence_model.json\) or fit one on each such KG \(manage.py calibrate "
                                               r"--kg world --calibration-triples\)"):
         prepare(spec)
     assert not Evaluation.objects.exists() and not VerificationTask.objects.exists()
