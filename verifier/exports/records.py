@@ -12,12 +12,25 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
 
 from verifier.claims.service import PartView, outcome, parts_of
 from verifier.errors import ApplicationError
-from verifier.models import Agreement, Claim, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
+from verifier.models import (
+    Agreement,
+    Claim,
+    KnowledgeGraph,
+    Review,
+    Run,
+    RunMemory,
+    Step,
+    SupportItem,
+    Triple,
+    VerificationTask,
+    agreement,
+    latest_decisions,
+)
 from verifier.selectors import HEAVY_FIELDS, standing_runs
 
 MAX_SELECTION = 500
@@ -82,6 +95,7 @@ class RunRecord:
     relation: Term
     tail: Term
     expected_label: bool | None
+    in_kg: bool | None  # the KG states the triple now (None: a remote KG, not looked up)
     status: str
     verdict: str
     explanation: str
@@ -251,7 +265,8 @@ def _record(run: Run) -> RunRecord:
     return RunRecord(
         run_id=run.pk, task_id=task.pk, kg=task.kg.name,
         head=_term(task.head), relation=_term(task.relation), tail=_term(task.tail),
-        expected_label=task.expected_label, status=run.status, verdict=run.verdict, explanation=run.explanation,
+        expected_label=task.expected_label, in_kg=None if task.kg.kind == KnowledgeGraph.Kind.SPARQL else run.in_kg,
+        status=run.status, verdict=run.verdict, explanation=run.explanation,
         confidence=run.confidence, disputed=run.disputed, signals=list(run.signals or []), p_true=_probability(assessment, "p_true"),
         structural_probability=_probability(assessment, "structural_probability"), assessment=assessment,
         structural_model_id=run.structural_model_id,
@@ -289,6 +304,8 @@ def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = (), claim_i
     wanted = list(dict.fromkeys([*run_ids, *(latest[t] for t in task_ids if t in latest)]))
     runs = (
         Run.objects.filter(pk__in=wanted)
+        .annotate(in_kg=Exists(Triple.objects.filter(kg=OuterRef("task__kg"), head=OuterRef("task__head"),
+                                                     relation=OuterRef("task__relation"), tail=OuterRef("task__tail"))))
         .select_related("task__kg", "task__head", "task__relation", "task__tail", "created_by", "structural_model__kg")
         .defer(*(f"structural_model__{name}" for name in HEAVY_FIELDS))
         .prefetch_related(

@@ -14,7 +14,8 @@ JSON_FORMAT = "kgv-export/1"
 
 CSV_COLUMNS = (
     "run_id", "task_id", "kg", "head_id", "head", "relation_id", "relation", "tail_id", "tail", "expected_label",
-    "status", "verdict", "confidence", "disputed", "disputed_reason", "signals", "p_true", "structural_probability", "structural_model",
+    "in_kg", "status", "verdict", "confidence", "disputed", "disputed_reason", "signals", "p_true", "structural_probability",
+    "structural_model",
     "final_verdict", "agreement", "review_decision", "reviewer", "review_reason",
     "explanation", "model", "prompt_tokens", "completion_tokens", "cost_usd", "steps", "cited_evidence",
     "cited_sources", "cited_hashes", "claims", "claim_verdicts", "created_at", "finished_at",
@@ -47,6 +48,7 @@ def _csv_row(record: RunRecord, selection: Selection) -> dict:
         "relation_id": record.relation.id, "relation": record.relation.label,
         "tail_id": record.tail.id, "tail": record.tail.label,
         "expected_label": "" if record.expected_label is None else str(record.expected_label).lower(),
+        "in_kg": "" if record.in_kg is None else str(record.in_kg).lower(),
         "status": record.status, "verdict": record.verdict,
         "confidence": _number(record.confidence),
         "disputed": str(record.disputed).lower(),

@@ -63,6 +63,18 @@ def compact(iri: str) -> str:
     return iri
 
 
+_WIKIDATA_ID = re.compile(r"^[QP][1-9][0-9]*$")
+_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^<>\"{}|^`\\\x00-\x20]+$")
+
+
+def expand(external_id: str, *, relation: bool = False) -> str | None:
+    """The IRI an id stands for, as ``compact`` reads them: a Wikidata id back to its entity (or, for a relation, its
+    direct-property) IRI, an id that is an absolute IRI as it is; None for any other id, which names no IRI."""
+    if _WIKIDATA_ID.match(external_id) and (external_id[0] == "P" or not relation):
+        return f"{_WIKIDATA_PREFIXES[1 if relation else 0]}{external_id}"
+    return external_id if _ABSOLUTE_IRI.match(external_id) else None
+
+
 @dataclass
 class ParsedGraph:
     triples: list[tuple[str, str, str]] = field(default_factory=list)

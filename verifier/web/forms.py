@@ -20,12 +20,12 @@ from verifier.evaluation import control
 from verifier.evaluation.configs import MODE_LABELS
 from verifier.evaluation.datasets import available_benchmarks
 from verifier.evaluation.runner import EvaluationSpec
+from verifier.exports import FORMATS
 from verifier.models import KnowledgeGraph, MemoryEntry, VerificationTask
 from verifier.queue_filters import QueueFilterError, filter_tasks
 from verifier.roles import ADMIN, CURATOR, REVIEWER
 from verifier.selectors import memory_view
 from verifier.services import MAX_BULK, MEMORY_BULK_ACTIONS
-from verifier.web.links import EXPORT_FORMATS
 
 FLAGGED_SUFFIXES = (".csv", ".tsv", ".txt")
 
@@ -158,7 +158,7 @@ class BulkActionForm(ViewSelectionForm):
         "invalid_pk_value": "%(pk)s is not a task id.",
     })
     assignee = forms.ModelChoiceField(assignable_users(), required=False, empty_label="nobody (unassign)")
-    fmt = forms.ChoiceField(choices=[(f, f.upper()) for f in EXPORT_FORMATS], required=False, initial="json")
+    fmt = forms.ChoiceField(choices=[(f.name, f.label) for f in FORMATS.values()], required=False, initial="json")
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -6,7 +6,9 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-EXPORT_FORMATS = ("json", "csv", "html", "pdf", "ttl", "jsonld")
+from verifier.exports import FORMATS
+
+EXPORT_FORMATS = tuple(FORMATS)
 
 
 def run_url(run_id: int) -> str:
@@ -26,6 +28,6 @@ def export_url(fmt: str, task_ids: list[int] = (), *, claim_ids: list[int] = ())
     return f"{base}?{urlencode(query, safe=',')}"
 
 
-def claim_export_links(claim_id: int) -> list[tuple[str, str]]:
-    """(format, URL) of every export of one claim, as the claim page offers them."""
-    return [(fmt, export_url(fmt, claim_ids=[claim_id])) for fmt in EXPORT_FORMATS]
+def claim_export_links(claim_id: int) -> list[tuple[str, str, str]]:
+    """(format, label, URL) of every export of one claim, as the claim page offers them."""
+    return [(fmt, FORMATS[fmt].label, export_url(fmt, claim_ids=[claim_id])) for fmt in EXPORT_FORMATS]

@@ -43,7 +43,7 @@ from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, has_role, role_requ
 from verifier.selectors import audit_events, run_pace, tasks_in_flight
 from verifier.uploads import save_upload, uploaded_file
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users, run_config, run_kinds
-from verifier.web.links import EXPORT_FORMATS, run_url, task_url
+from verifier.web.links import run_url, task_url
 from verifier.web.saved_views import saved_views, view_query
 from verifier.web.structure import status_context
 
@@ -90,7 +90,7 @@ def _filter_choices(in_view) -> dict:
         "assignees": list(assignable_users()),
         "sorts": SORT_CHOICES,
         "page_sizes": PAGE_SIZES,
-        "export_formats": EXPORT_FORMATS,
+        "export_formats": list(exports.FORMATS.values()),
     }
 
 

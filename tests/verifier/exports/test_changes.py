@@ -1,0 +1,144 @@
+"""The KG changes reviewers' decisions make, as TSV and as a SPARQL Update applied by rdflib to a copy of the KG."""
+
+import csv
+import io
+
+import pytest
+from rdflib import Graph, URIRef
+from rdflib.plugins.sparql import prepareUpdate
+
+from tests.verifier.exports.verified_runs import add_review, make_finished_run, make_task
+from tests.verifier.web.workbench import client_for
+from tests.world import TRIPLES
+from verifier import exports
+from verifier.exports.records import SelectionError, select
+from verifier.kg.ntriples import expand
+from verifier.models import Entity, KnowledgeGraph, Relation, VerificationTask
+
+pytestmark = pytest.mark.django_db
+BASE = "http://kgv.test/api/"
+WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
+
+
+@pytest.fixture
+def decided(verified, make_user):
+    """One task for each way a decision meets the KG. ``verified``'s run (Douglas Adams a citizen of the UK, a KG
+    triple) is accepted as Correct; the others are named by what happens to them."""
+    kg, reviewer, second = verified["kg"], verified["reviewer"], make_user("reviewer", "rita")
+
+    def decide(head, relation, tail, verdict, *reviews):
+        run = make_finished_run(make_task(kg, head, relation, tail), verdict=verdict)
+        for who, decision, final in reviews:
+            add_review(run, who, decision=decision, verdict=final, reason=f"{who.username}: {decision}")
+        return run.task_id
+
+    return {
+        "kept": verified["task"].pk,
+        "removed": decide("Q42", "P19", "Q350", "correct", (reviewer, "override", "incorrect")),  # in the KG
+        "added": decide("Q42", "P19", "Q145", "incorrect", (reviewer, "override", "correct")),  # not in the KG
+        "absent": decide("Q90", "P17", "Q145", "incorrect", (reviewer, "accept", "incorrect")),  # not in the KG
+        "unreviewed": decide("Q25", "P131", "Q145", "incorrect"),
+        "split": decide("Q350", "P17", "Q145", "correct", (reviewer, "accept", "correct"), (second, "override", "incorrect")),
+        "unsure": decide("Q145", "P47", "Q142", "incorrect", (reviewer, "not_enough_evidence", "not_enough_evidence")),
+        "kg": kg,
+    }
+
+
+def rows_of(content: bytes) -> dict:
+    return {int(row["task_id"]): row for row in csv.DictReader(io.StringIO(content.decode()), delimiter="\t")}
+
+
+def test_every_selected_task_gets_its_change_or_the_reason_it_has_none(decided):
+    names = [name for name in decided if name != "kg"]
+    file = exports.render(select(task_ids=[decided[name] for name in names]), "changes")
+    assert file.content_type.startswith("text/tab-separated-values") and file.filename.startswith("kgv-changes-7-runs-")
+    rows = rows_of(file.content)
+    assert {name: (rows[decided[name]]["change"], rows[decided[name]]["why"]) for name in names} == {
+        "kept": ("", "reviewed Correct; the KG states it already"),
+        "removed": ("remove", "reviewed Incorrect"),
+        "added": ("add", "reviewed Correct"),
+        "absent": ("", "reviewed Incorrect; the KG does not state it"),
+        "unreviewed": ("", "not reviewed"),
+        "split": ("", "reviewers disagree"),
+        "unsure": ("", "reviewed: not enough evidence"),
+    }
+    removed = rows[decided["removed"]]
+    assert (removed["head_id"], removed["relation_id"], removed["tail_id"], removed["in_kg"]) == ("Q42", "P19", "Q350", "true")
+    assert (removed["decision"], removed["verdict"], removed["decided_by"], removed["reason"]) == (
+        "incorrect", "correct", "rene", "rene: override")
+    assert rows[decided["split"]]["decided_by"] == "rene, rita" and rows[decided["added"]]["in_kg"] == "false"
+
+
+def test_the_sparql_update_applied_to_the_kg_removes_and_adds_exactly_the_settled_changes(decided):
+    text = exports.render(select(task_ids=[decided[name] for name in decided if name != "kg"]), "sparql-update",
+                          base=BASE).content.decode()
+    graph = Graph()
+    for head, relation, tail in TRIPLES:
+        graph.add((URIRef(WD + head), URIRef(WDT + relation), URIRef(WD + tail)))
+    graph.update(prepareUpdate(text))
+    after = {(str(h)[len(WD):], str(r)[len(WDT):], str(t)[len(WD):]) for h, r, t in graph}
+    assert after == set(TRIPLES) - {("Q42", "P19", "Q350")} | {("Q42", "P19", "Q145")}
+    assert "# unchanged: 1 not reviewed; 1 reviewed Correct; the KG states it already; 1 reviewed Incorrect; the KG does " \
+           "not state it; 1 reviewed: not enough evidence; 1 reviewers disagree" in text
+    assert f"# task {decided['removed']}, run " in text and "Douglas Adams place of birth Cambridge (reviewed Incorrect)" in text
+
+
+def test_ids_that_are_not_wikidatas_nor_iris_get_iris_under_the_export_base(light_kg, make_user):
+    kg = KnowledgeGraph.objects.create(name="films", version=1)
+    film, actor = (Entity.objects.create(kg=kg, external_id=mid, label=label)
+                   for mid, label in (("/m/0dr_4", "Titanic"), ("http://example.org/kate", "Kate Winslet")))
+    starring = Relation.objects.create(kg=kg, external_id="/film/film/starring", label="starring")
+    run = make_finished_run(VerificationTask.objects.create(kg=kg, head=film, relation=starring, tail=actor))
+    add_review(run, make_user("reviewer", "rene"), decision="accept")
+    text = exports.render(select(run_ids=[run.pk]), "sparql-update", base=BASE).content.decode()
+    assert ("<http://kgv.test/api/kgs/films/entities/%2Fm%2F0dr_4> <http://kgv.test/api/kgs/films/relations/%2Ffilm%2Ffilm"
+            "%2Fstarring> <http://example.org/kate> .") in text
+    prepareUpdate(text)  # a request a SPARQL store accepts
+    assert (expand("Q42"), expand("P27", relation=True), expand("P27"), expand("Q42", relation=True)) == (
+        WD + "Q42", WDT + "P27", WD + "P27", None)
+    assert expand("urn:isbn:0451450523") == "urn:isbn:0451450523" and expand("/m/0dr_4") is None
+
+
+def test_a_remote_kg_is_not_looked_up_so_each_settled_decision_is_its_change(light_kg, make_user):
+    remote = KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL, version=1,
+                                           endpoint_url="http://sparql.test/")
+    head, tail = (Entity.objects.create(kg=remote, external_id=qid, label=label)
+                  for qid, label in (("Q42", "Douglas Adams"), ("Q30", "United States")))
+    relation = Relation.objects.create(kg=remote, external_id="P27", label="country of citizenship")
+    run = make_finished_run(VerificationTask.objects.create(kg=remote, head=head, relation=relation, tail=tail))
+    add_review(run, make_user("reviewer", "rene"), decision="override", verdict="incorrect")
+    (row,) = rows_of(exports.render(select(run_ids=[run.pk]), "changes").content).values()
+    assert (row["change"], row["why"], row["in_kg"]) == ("remove", "reviewed Incorrect; the remote KG was not looked up", "")
+    assert f"DELETE DATA {{\n  # task {run.task_id}" in exports.render(select(run_ids=[run.pk]), "sparql-update").content.decode()
+
+
+def test_a_sparql_update_changes_one_kg_and_says_so_for_a_selection_of_several(decided, make_user):
+    other = KnowledgeGraph.objects.create(name="other-kg", version=1)
+    earth = Entity.objects.create(kg=other, external_id="Q2", label="Earth")
+    run = make_finished_run(VerificationTask.objects.create(
+        kg=other, head=earth, relation=Relation.objects.create(kg=other, external_id="P31", label="instance of"), tail=earth))
+    selection = select(task_ids=[decided["removed"], run.task_id])
+    with pytest.raises(SelectionError, match=r"a SPARQL Update changes one KG, and these tasks are of 2 \(other-kg, world\)"):
+        exports.render(selection, "sparql-update")
+    assert {row["kg"] for row in rows_of(exports.render(selection, "changes").content).values()} == {"world", "other-kg"}
+
+
+def test_a_reason_a_spreadsheet_would_run_stays_text_and_on_one_line(verified):
+    add_review(verified["run"], verified["reviewer"], decision="override", verdict="incorrect",
+               reason='=HYPERLINK("http://x")\tsee\nthe article')
+    (row,) = rows_of(exports.render(select(run_ids=[verified["run"].pk]), "changes").content).values()
+    assert row["reason"] == '\'=HYPERLINK("http://x") see the article' and row["change"] == "remove"
+
+
+def test_the_queue_and_the_api_export_the_changes(decided, make_user):
+    client = client_for(make_user, "viewer")
+    ids = f"{decided['removed']},{decided['added']}"
+    response = client.get(f"/api/export/changes/?tasks={ids}")
+    assert response.status_code == 200 and response["Content-Disposition"].endswith('.tsv"')
+    assert {row["change"] for row in rows_of(response.content).values()} == {"remove", "add"}
+    queue = client.get("/").content.decode()
+    assert '<option value="changes">KG changes (TSV)</option>' in queue
+    assert '<option value="sparql-update">KG changes (SPARQL Update)</option>' in queue
+    response = client.post("/queue/bulk/", {"action": "export", "fmt": "sparql-update", "tasks": [decided["removed"]]})
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/sparql-update")
+    assert "DELETE DATA" in response.content.decode() and "INSERT DATA" not in response.content.decode()
