@@ -183,7 +183,7 @@ def test_a_reviewer_keeps_a_page_of_memories_awaiting_review_in_one_step(browser
     assert not any(MemoryEntry.objects.get(pk=entry.pk).awaits_review for entry in waiting)
 
 
-@pytest.mark.parametrize("fmt", ["json", "csv", "ttl"])
+@pytest.mark.parametrize("fmt", ["json", "csv", "ttl", "changes"])
 def test_an_export_of_the_selection_downloads_and_parses(browser_context, world_kg, make_user, fmt):
     curator = make_user("curator")
     make_user("viewer", username="vic")
@@ -201,6 +201,9 @@ def test_an_export_of_the_selection_downloads_and_parses(browser_context, world_
     elif fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(body)))
         assert len(rows) >= 1 and any("Douglas Adams" in " ".join(map(str, row.values())) for row in rows)
+    elif fmt == "changes":
+        (row,) = csv.DictReader(io.StringIO(body), delimiter="\t")
+        assert (row["head"], row["change"], row["why"], row["in_kg"]) == ("Douglas Adams", "", "not reviewed", "true")
     else:
         graph = rdflib.Graph().parse(data=body, format="turtle")
         prov = rdflib.Namespace("http://www.w3.org/ns/prov#")
