@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from verifier.memory import encoder
-from verifier.models import AuditEvent, EvaluationItem, KnowledgeGraph, MemoryEntry, Review, Run, StructuralModel, Verdict
+from verifier.models import (
+    AuditEvent,
+    EvaluationItem,
+    KnowledgeGraph,
+    MemoryEntry,
+    Review,
+    Run,
+    StructuralModel,
+    Triple,
+    Verdict,
+)
 from verifier.models.memory import UNREVIEWED
 
 
@@ -27,6 +37,19 @@ def standing_runs(task_ids) -> dict[int, int]:
     for task_id, run_id in finished.values_list("task_id", "id"):
         latest.setdefault(task_id, run_id)
     return latest
+
+
+def stated_by_kg(task: str = "") -> Exists:
+    """Whether the KG states the triple of the task reached through ``task`` (``"task__"`` from a run), as a
+    subquery to annotate with. A remote KG's store is not looked up: read it through ``in_kg``."""
+    return Exists(Triple.objects.filter(kg=OuterRef(f"{task}kg"), head=OuterRef(f"{task}head"),
+                                        relation=OuterRef(f"{task}relation"), tail=OuterRef(f"{task}tail")))
+
+
+def in_kg(kg: KnowledgeGraph, stated: bool) -> bool | None:
+    """What the exports and pages say of a task's triple: ``stated`` (from ``stated_by_kg``) for a local KG, None
+    (not known) for a remote one."""
+    return None if kg.kind == KnowledgeGraph.Kind.SPARQL else bool(stated)
 
 
 def tasks_in_flight(tasks) -> set[int]:

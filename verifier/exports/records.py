@@ -12,26 +12,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from verifier.claims.service import PartView, outcome, parts_of
 from verifier.errors import ApplicationError
-from verifier.models import (
-    Agreement,
-    Claim,
-    KnowledgeGraph,
-    Review,
-    Run,
-    RunMemory,
-    Step,
-    SupportItem,
-    Triple,
-    VerificationTask,
-    agreement,
-    latest_decisions,
-)
-from verifier.selectors import HEAVY_FIELDS, standing_runs
+from verifier.models import Agreement, Claim, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
+from verifier.selectors import HEAVY_FIELDS, in_kg, standing_runs, stated_by_kg
 
 MAX_SELECTION = 500
 
@@ -265,7 +252,7 @@ def _record(run: Run) -> RunRecord:
     return RunRecord(
         run_id=run.pk, task_id=task.pk, kg=task.kg.name,
         head=_term(task.head), relation=_term(task.relation), tail=_term(task.tail),
-        expected_label=task.expected_label, in_kg=None if task.kg.kind == KnowledgeGraph.Kind.SPARQL else run.in_kg,
+        expected_label=task.expected_label, in_kg=in_kg(task.kg, run.stated),
         status=run.status, verdict=run.verdict, explanation=run.explanation,
         confidence=run.confidence, disputed=run.disputed, signals=list(run.signals or []), p_true=_probability(assessment, "p_true"),
         structural_probability=_probability(assessment, "structural_probability"), assessment=assessment,
@@ -304,8 +291,7 @@ def select(*, task_ids: Iterable[int] = (), run_ids: Iterable[int] = (), claim_i
     wanted = list(dict.fromkeys([*run_ids, *(latest[t] for t in task_ids if t in latest)]))
     runs = (
         Run.objects.filter(pk__in=wanted)
-        .annotate(in_kg=Exists(Triple.objects.filter(kg=OuterRef("task__kg"), head=OuterRef("task__head"),
-                                                     relation=OuterRef("task__relation"), tail=OuterRef("task__tail"))))
+        .annotate(stated=stated_by_kg("task__"))
         .select_related("task__kg", "task__head", "task__relation", "task__tail", "created_by", "structural_model__kg")
         .defer(*(f"structural_model__{name}" for name in HEAVY_FIELDS))
         .prefetch_related(

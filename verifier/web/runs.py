@@ -22,7 +22,7 @@ from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import awaited_training, queue_position, queue_wait
+from verifier.selectors import awaited_training, in_kg, queue_position, queue_wait, stated_by_kg
 from verifier.web.forms import RunStartForm, run_config, run_kinds
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
@@ -62,6 +62,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
     return {
         "run": run,
         "task": run.task,
+        "in_kg": in_kg(run.task.kg, run.stated),
         "live": not run.is_finished,
         "steps": steps,
         "last_seq": steps[-1].seq if steps else 0,
@@ -94,7 +95,8 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
 
 
 def _get_run(run_id: int) -> Run:
-    return get_object_or_404(Run.objects.select_related("task__kg", "task__head", "task__relation", "task__tail"), pk=run_id)
+    return get_object_or_404(Run.objects.select_related("task__kg", "task__head", "task__relation", "task__tail")
+                             .annotate(stated=stated_by_kg("task__")), pk=run_id)
 
 
 @require_GET

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 
 import pytest
 from rdflib import Graph, URIRef
@@ -142,3 +143,17 @@ def test_the_queue_and_the_api_export_the_changes(decided, make_user):
     response = client.post("/queue/bulk/", {"action": "export", "fmt": "sparql-update", "tasks": [decided["removed"]]})
     assert response.status_code == 200 and response["Content-Type"].startswith("application/sparql-update")
     assert "DELETE DATA" in response.content.decode() and "INSERT DATA" not in response.content.decode()
+
+
+def test_the_run_page_says_whether_the_kg_states_the_triple(decided, make_user):
+    client = client_for(make_user, "viewer")
+
+    def note(task_id):
+        page = client.get(f"/tasks/{task_id}/", follow=True).content.decode()
+        found = re.search(r'<span id="in-kg" title="([^"]+)">([^<]+)</span>', page)
+        return found and found.groups()
+
+    assert note(decided["removed"]) == ("A reviewer's Incorrect makes it a removal in the KG changes export", "stated by the KG")
+    assert note(decided["added"]) == ("A reviewer's Correct makes it an addition in the KG changes export", "not in the KG")
+    KnowledgeGraph.objects.filter(pk=decided["kg"].pk).update(kind=KnowledgeGraph.Kind.SPARQL)
+    assert note(decided["removed"]) is None  # a remote KG is not looked up
