@@ -19,8 +19,9 @@ from verifier.claims.service import PartView, outcome, parts_of
 from verifier.errors import ApplicationError
 from verifier.models import Agreement, Claim, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.selectors import HEAVY_FIELDS, in_kg, standing_runs, stated_by_kg
+from verifier.services import MAX_BULK
 
-MAX_SELECTION = 500
+MAX_SELECTION = MAX_BULK  # the queue exports every task of a view (a bulk action), so an export takes as many
 
 
 @dataclass(frozen=True)

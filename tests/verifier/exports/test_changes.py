@@ -157,3 +157,21 @@ def test_the_run_page_says_whether_the_kg_states_the_triple(decided, make_user):
     assert note(decided["added"]) == ("A reviewer's Correct makes it an addition in the KG changes export", "not in the KG")
     KnowledgeGraph.objects.filter(pk=decided["kg"].pk).update(kind=KnowledgeGraph.Kind.SPARQL)
     assert note(decided["removed"]) is None  # a remote KG is not looked up
+
+
+def test_an_export_takes_as_many_tasks_as_a_bulk_action(verified, make_user):
+    """The queue exports every task of a view, up to a bulk action's 1,000: an export takes that many."""
+    from verifier.models import Run
+    from verifier.services import MAX_BULK
+
+    task = verified["task"]
+    heads = Entity.objects.bulk_create([Entity(kg=task.kg, external_id=f"Q{n}", label=f"person {n}")
+                                        for n in range(900_000, 900_000 + MAX_BULK - 1)])
+    tasks = VerificationTask.objects.bulk_create(
+        [VerificationTask(kg=task.kg, head=head, relation=task.relation, tail=task.tail) for head in heads])
+    Run.objects.bulk_create([Run(task=t, status=Run.Status.SUCCEEDED, verdict="correct") for t in tasks])
+    ids = [task.pk, *(t.pk for t in tasks)]
+    response = client_for(make_user, "viewer").get(f"/api/export/changes/?tasks={','.join(map(str, ids))}")
+    assert response.status_code == 200 and len(rows_of(response.content)) == MAX_BULK
+    with pytest.raises(SelectionError, match="at most 1000 tasks, runs and claims per export"):
+        select(task_ids=ids, run_ids=[verified["run"].pk])
