@@ -175,3 +175,53 @@ def test_an_export_takes_as_many_tasks_as_a_bulk_action(verified, make_user):
     assert response.status_code == 200 and len(rows_of(response.content)) == MAX_BULK
     with pytest.raises(SelectionError, match="at most 1000 tasks, runs and claims per export"):
         select(task_ids=ids, run_ids=[verified["run"].pk])
+
+
+def test_applying_the_changes_makes_the_kg_state_what_reviewers_settled_once(decided, make_user):
+    from django.core.management import call_command
+
+    from verifier.kg_changes import apply_changes
+    from verifier.models import AuditEvent, StructuralModel, Triple
+
+    kg = decided["kg"]
+    benchmark = make_finished_run(make_task(kg, "Q42", "P69", "Q691283", source="evaluation:codex-kge-100 (valid)"))
+    add_review(benchmark, make_user("reviewer", "bea"), decision="override", verdict="incorrect", reason="benchmark")
+
+    def stated():
+        return set(Triple.objects.filter(kg=kg).values_list("head__external_id", "relation__external_id", "tail__external_id"))
+
+    def degree(qid):
+        return Entity.objects.get(kg=kg, external_id=qid).degree
+
+    version, cambridge, uk = kg.version, degree("Q350"), degree("Q145")
+    out = io.StringIO()
+    call_command("apply_changes", kg.name, "--dry-run", stdout=out)
+    assert "remove  Q42 P19 Q350  (Douglas Adams place of birth Cambridge; task" in out.getvalue()
+    assert "2 change(s) to make (dry run: nothing changed)." in out.getvalue() and stated() == set(TRIPLES)
+
+    admin = make_user("admin", "ada")
+    applied = apply_changes(kg=kg, actor=admin)
+    assert stated() == set(TRIPLES) - {("Q42", "P19", "Q350")} | {("Q42", "P19", "Q145")}  # the benchmark's triple stays
+    assert (applied.amended.removed, applied.amended.added, applied.amended.version) == (1, 1, version + 1)
+    assert (degree("Q350"), degree("Q145")) == (cambridge - 1, uk + 1)
+    assert applied.training.status == StructuralModel.Status.QUEUED and applied.training.kg_version == version + 1
+    event = AuditEvent.objects.get(action="kg.changes_applied")
+    assert event.actor == admin and event.after["removed"] == 1 and event.after["tasks"] == [decided["removed"], decided["added"]]
+    rows = rows_of(exports.render(select(task_ids=[decided["removed"], decided["added"]]), "changes").content)
+    assert {row["why"] for row in rows.values()} == {"reviewed Incorrect; the KG does not state it",
+                                                     "reviewed Correct; the KG states it already"}
+    out = io.StringIO()
+    call_command("apply_changes", kg.name, stdout=out)
+    assert "Nothing to change" in out.getvalue() and KnowledgeGraph.objects.get(pk=kg.pk).version == version + 1
+
+
+def test_a_remote_kg_is_changed_in_its_own_store_not_here(light_kg):
+    from django.core.management import CommandError, call_command
+
+    KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL, version=1)
+    from verifier.kg.amend import NotLocal, amend
+
+    with pytest.raises(NotLocal, match="wikidata is a remote KG: change it in its own store"):
+        amend(KnowledgeGraph.objects.get(name="wikidata"), remove=[(1, 2, 3)])
+    with pytest.raises(CommandError, match="the KG 'nowhere' is not loaded"):
+        call_command("apply_changes", "nowhere")
