@@ -30,7 +30,7 @@ def test_every_page_fits_400_px_and_keeps_sign_out_in_view(chromium, server_url,
     try:
         page = sign_in(context, "ada", PASSWORD)
         pages = ["/", f"/runs/{run.pk}/", f"/tasks/{run.task_id}/", "/import/", "/memory/", "/evaluations/", "/entities/",
-                 "/reviewers/", "/confidence/", "/webhooks/", "/audit/", "/health/", "/claims/", f"/claims/{claim.pk}/",
+                 "/reviewers/", "/confidence/", "/changes/", "/webhooks/", "/audit/", "/health/", "/claims/", f"/claims/{claim.pk}/",
                  "/api/"]  # /api/: DRF's own page, its own header
         problems = {}
         for path in pages:

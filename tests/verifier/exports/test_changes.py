@@ -225,3 +225,23 @@ def test_a_remote_kg_is_changed_in_its_own_store_not_here(light_kg):
         amend(KnowledgeGraph.objects.get(name="wikidata"), remove=[(1, 2, 3)])
     with pytest.raises(CommandError, match="the KG 'nowhere' is not loaded"):
         call_command("apply_changes", "nowhere")
+
+
+def test_the_changes_page_lists_what_to_change_and_an_admin_applies_it(decided, make_user):
+    from verifier.models import Triple
+
+    kg = decided["kg"]
+    page = client_for(make_user, "viewer").get("/changes/").content.decode()
+    rows = re.findall(r'<tr data-change="(\w+)" data-task="(\d+)">', page)
+    assert sorted(rows) == sorted([("remove", str(decided["removed"])), ("add", str(decided["added"]))])
+    assert f'/api/export/sparql-update/?tasks={decided["removed"]},{decided["added"]}"' in page
+    assert "Apply to KGV" not in page  # a viewer reads and downloads
+    assert 'id="kg-changes-link"' in client_for(make_user, "viewer").get("/").content.decode()
+    admin = client_for(make_user, "admin")
+    assert client_for(make_user, "reviewer").post(f"/changes/{kg.pk}/apply/").status_code == 403
+    page = admin.post(f"/changes/{kg.pk}/apply/", follow=True).content.decode()
+    assert "world now removes 1 and adds 1 triple(s) (version" in page and "is queued to train on it" in page
+    assert "Nothing to change: world follows every settled decision." in page
+    assert not Triple.objects.filter(kg=kg, head__external_id="Q42", relation__external_id="P19", tail__external_id="Q350").exists()
+    page = admin.post(f"/changes/{kg.pk}/apply/", follow=True).content.decode()
+    assert "Nothing to change: world already follows every settled decision." in page

@@ -16,7 +16,7 @@ from verifier.agent.weighing import FEATURES
 from verifier.memory import bank
 from verifier.models import AuditEvent, ConfidenceModel, Evaluation, MemoryEntry, Review, Run, SavedView, VerificationTask, Webhook
 from verifier.roles import ROLES
-from verifier.web import confidence, entities, evaluations, memory, queue, reviewers, saved_views, structure, webhooks
+from verifier.web import confidence, entities, evaluations, kg_changes, memory, queue, reviewers, saved_views, structure, webhooks
 
 pytestmark = pytest.mark.django_db
 
@@ -61,6 +61,9 @@ ENDPOINTS = [
     Endpoint("saved-view-delete", "post", lambda rows: reverse("saved-view-delete", args=[_view_of_the_signed_in_user().pk]),
              "viewer"),
     Endpoint("reviewers", "get", lambda rows: reverse("reviewers"), "viewer"),
+    Endpoint("kg-changes", "get", lambda rows: reverse("kg-changes"), "viewer"),
+    Endpoint("kg-changes-apply", "post", lambda rows: reverse("kg-changes-apply", args=[rows["kg"].pk]), "admin",
+             label="apply a KG's changes with no decision settled", writes=False),
     Endpoint("structure-train", "post", lambda rows: reverse("structure-train", args=[rows["kg"].pk]), "admin",
              label="train the model of a KG with no triples loaded", writes=False),
     Endpoint("confidence", "get", lambda rows: reverse("confidence"), "viewer"),
@@ -141,7 +144,7 @@ def _state() -> tuple:
 def test_every_page_url_is_in_the_matrix():
     names = {pattern.name for pattern in [*queue.urlpatterns, *memory.urlpatterns, *structure.urlpatterns, *webhooks.urlpatterns,
                                           *saved_views.urlpatterns, *entities.urlpatterns,
-                                          *reviewers.urlpatterns, *confidence.urlpatterns]}
+                                          *reviewers.urlpatterns, *confidence.urlpatterns, *kg_changes.urlpatterns]}
     names |= {f"{evaluations.app_name}:{pattern.name}" for pattern in evaluations.urlpatterns}
     assert names == {endpoint.name for endpoint in ENDPOINTS}
 
