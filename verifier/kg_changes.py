@@ -48,8 +48,12 @@ def apply_changes(*, kg: KnowledgeGraph, actor=None, dry_run: bool = False) -> A
         version = kg.version
         amended = amend(kg, remove=[rows[c.record.task_id] for c in pending if c.change == REMOVE],
                         add=[rows[c.record.task_id] for c in pending if c.change == ADD])
+        # The triples themselves, by external id, so the audit log says exactly what to undo.
+        by_op = {op: [" ".join((c.record.head.id, c.record.relation.id, c.record.tail.id)) for c in pending if c.change == op]
+                 for op in (REMOVE, ADD)}
         record_audit(actor=actor, action="kg.changes_applied", obj=kg, before={"version": version},
                      after={"version": amended.version, "removed": amended.removed, "added": amended.added,
+                            "triples_removed": by_op[REMOVE], "triples_added": by_op[ADD],
                             "tasks": [c.record.task_id for c in pending]})
         kg.refresh_from_db()
         training = request_training(kg, reason=f"reviewers' decisions removed {amended.removed} and added "

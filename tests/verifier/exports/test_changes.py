@@ -207,6 +207,7 @@ def test_applying_the_changes_makes_the_kg_state_what_reviewers_settled_once(dec
     assert applied.training.status == StructuralModel.Status.QUEUED and applied.training.kg_version == version + 1
     event = AuditEvent.objects.get(action="kg.changes_applied")
     assert event.actor == admin and event.after["removed"] == 1 and event.after["tasks"] == [decided["removed"], decided["added"]]
+    assert (event.after["triples_removed"], event.after["triples_added"]) == (["Q42 P19 Q350"], ["Q42 P19 Q145"])
     rows = rows_of(exports.render(select(task_ids=[decided["removed"], decided["added"]]), "changes").content)
     assert {row["why"] for row in rows.values()} == {"reviewed Incorrect; the KG does not state it",
                                                      "reviewed Correct; the KG states it already"}
