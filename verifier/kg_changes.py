@@ -20,10 +20,12 @@ from verifier.structure.training import request_training
 
 
 def settled_changes(kg: KnowledgeGraph) -> list[Change]:
-    """The changes the KG's work-queue tasks call for now, in task order."""
-    task_ids = list(VerificationTask.objects.filter(kg=kg).exclude(source__startswith=EVALUATION_SOURCE_PREFIX)
-                    .order_by("pk").values_list("pk", flat=True))
-    task_ids = [pk for pk in task_ids if pk in standing_runs(task_ids)]
+    """The changes the KG's work-queue tasks call for now, in task order. Only a reviewed task can call for one, so
+    only those are read (a KG's queue may hold thousands that nobody decided on)."""
+    task_ids = list(VerificationTask.objects.filter(kg=kg, runs__reviews__isnull=False)
+                    .exclude(source__startswith=EVALUATION_SOURCE_PREFIX).distinct().order_by("pk").values_list("pk", flat=True))
+    standing = standing_runs(task_ids)
+    task_ids = [pk for pk in task_ids if pk in standing]
     found: list[Change] = []
     for start in range(0, len(task_ids), MAX_SELECTION):
         found += [change for change in changes(select(task_ids=task_ids[start:start + MAX_SELECTION])) if change.change]

@@ -246,3 +246,17 @@ def test_the_changes_page_lists_what_to_change_and_an_admin_applies_it(decided, 
     assert not Triple.objects.filter(kg=kg, head__external_id="Q42", relation__external_id="P19", tail__external_id="Q350").exists()
     page = admin.post(f"/changes/{kg.pk}/apply/", follow=True).content.decode()
     assert "Nothing to change: world already follows every settled decision." in page
+
+
+def test_the_changes_of_a_kg_are_read_in_a_few_queries_however_many_tasks_nobody_decided(decided, django_assert_max_num_queries):
+    from verifier.kg_changes import settled_changes
+    from verifier.models import Run
+
+    kg = decided["kg"]
+    heads = Entity.objects.bulk_create([Entity(kg=kg, external_id=f"Q{n}", label=f"person {n}") for n in range(800_000, 800_300)])
+    relation, tail = kg.relations.get(external_id="P27"), kg.entities.get(external_id="Q145")
+    tasks = VerificationTask.objects.bulk_create([VerificationTask(kg=kg, head=h, relation=relation, tail=tail) for h in heads])
+    Run.objects.bulk_create([Run(task=t, status=Run.Status.SUCCEEDED, verdict="correct") for t in tasks])
+    with django_assert_max_num_queries(12):
+        found = settled_changes(kg)
+    assert sorted(change.record.task_id for change in found) == sorted([decided["removed"], decided["added"]])
