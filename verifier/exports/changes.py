@@ -39,31 +39,33 @@ class Change:
     change: str
     why: str
     decision: str  # the settled verdict ("" when nothing is settled)
-
-    @property
-    def decisions(self) -> list:
-        return latest_decisions(self.record.reviews)
+    decisions: list  # each reviewer's latest decision on the run, newest first
 
 
 def change_of(record: RunRecord) -> Change:
     """The one rule of this module: a settled decision against what the KG states (``record.in_kg``)."""
     decisions = latest_decisions(record.reviews)
     verdicts = {decision.verdict for decision in decisions}
+
+    def change(op: str, why: str, decision: str = "") -> Change:
+        return Change(record, op, why, decision, decisions)
+
     if not verdicts:
-        return Change(record, "", "not reviewed", "")
+        return change("", "not reviewed")
     if len(verdicts) > 1:
-        return Change(record, "", "reviewers disagree", "")
+        return change("", "reviewers disagree")
     (verdict,) = verdicts
     if verdict not in (Verdict.CORRECT, Verdict.INCORRECT):
-        return Change(record, "", "reviewed: not enough evidence", "")
+        return change("", "reviewed: not enough evidence")
     settled = f"reviewed {Verdict(verdict).label}"
+    unknown = f"{settled}; the remote KG was not looked up"
     if verdict == Verdict.INCORRECT:
         if record.in_kg is False:
-            return Change(record, "", f"{settled}; the KG does not state it", verdict)
-        return Change(record, REMOVE, settled if record.in_kg else f"{settled}; the remote KG was not looked up", verdict)
+            return change("", f"{settled}; the KG does not state it", verdict)
+        return change(REMOVE, settled if record.in_kg else unknown, verdict)
     if record.in_kg:
-        return Change(record, "", f"{settled}; the KG states it already", verdict)
-    return Change(record, ADD, settled if record.in_kg is False else f"{settled}; the remote KG was not looked up", verdict)
+        return change("", f"{settled}; the KG states it already", verdict)
+    return change(ADD, settled if record.in_kg is False else unknown, verdict)
 
 
 def changes(selection: Selection) -> list[Change]:

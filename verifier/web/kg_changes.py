@@ -48,8 +48,8 @@ def apply(request: HttpRequest, kg_id: int) -> HttpResponse:
         else:
             retrain = (f" Structural model #{applied.training.pk} is queued to train on it; plausibility waits for it."
                        if applied.training else " A structural model is being trained already: train one on this version once it ends.")
-            messages.success(request, f"{kg.name} now removes {applied.amended.removed} and adds {applied.amended.added} "
-                                      f"triple(s) (version {applied.amended.version}).{retrain}")
+            messages.success(request, f"KGV's copy of {kg.name}: {applied.amended.removed} triple(s) removed and "
+                                      f"{applied.amended.added} added (version {applied.amended.version}).{retrain}")
     return redirect(f"{reverse('kg-changes')}#kg-{kg.pk}")
 
 

@@ -241,7 +241,7 @@ def test_the_changes_page_lists_what_to_change_and_an_admin_applies_it(decided, 
     admin = client_for(make_user, "admin")
     assert client_for(make_user, "reviewer").post(f"/changes/{kg.pk}/apply/").status_code == 403
     page = admin.post(f"/changes/{kg.pk}/apply/", follow=True).content.decode()
-    assert "world now removes 1 and adds 1 triple(s) (version" in page and "is queued to train on it" in page
+    assert "KGV&#x27;s copy of world: 1 triple(s) removed and 1 added (version" in page and "is queued to train on it" in page
     assert "Nothing to change: world follows every settled decision." in page
     assert not Triple.objects.filter(kg=kg, head__external_id="Q42", relation__external_id="P19", tail__external_id="Q350").exists()
     page = admin.post(f"/changes/{kg.pk}/apply/", follow=True).content.decode()
