@@ -10,7 +10,8 @@ relation-matched benchmark measures) and ECE:
   features joined it);
 - those and the rule evidence's features in one such calibration;
 - gradient-boosted trees (scikit-learn) on all of them, the relation as a category: the calibration
-  KG_Plausibility keeps where it predicts better out of fold (verifier/structure/calibration.py).
+  KG_Plausibility keeps where it predicts better out of fold (verifier/structure/calibration.py);
+- where the KG has reference KGs (``manage.py references``), the trees with what they hold beside.
 
 With ``--probe-pairs N``, N relation-matched (true, false) pairs of those triples are also asked of the
 configured language model (the embedded one unless LLM_BASE_URL is set), one call each, the head's passage
@@ -59,8 +60,7 @@ from verifier.agent.weighing import logit, probe_logit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
-from verifier.structure.rule_evidence import RULE_FEATURES  # noqa: E402
-from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, LoadedModel  # noqa: E402
+from verifier.structure.scoring import EMBEDDING_FEATURES, RULES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
 
 CHOICE_SYSTEM = "You are a careful fact checker. Answer with one letter."
@@ -230,12 +230,16 @@ def main() -> None:
     print(f"{kg.name}: {len(labels):,} labelled triples ({source}), structural model #{model.pk}", flush=True)
     loaded_model = LoadedModel(model)
     both = loaded_model.features(triples)
-    plausibility = both[:, :len(FEATURES) - len(RULE_FEATURES)]
+    plausibility, with_rules = both[:, :RULES.start], both[:, :RULES.stop]
     p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
-    for name, p in [("embedding alone (Platt per relation)", calibrated(both[:, :len(EMBEDDING_FEATURES)], relations, labels, folds)),
-                    ("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
-                    ("embedding + text + rule evidence (Platt per relation)", calibrated(both, relations, labels, folds)),
-                    ("embedding + text + rule evidence (boosted trees)", p_boosted)]:
+    rows = [("embedding alone (Platt per relation)", calibrated(both[:, :len(EMBEDDING_FEATURES)], relations, labels, folds)),
+            ("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
+            ("embedding + text + rule evidence (Platt per relation)", calibrated(with_rules, relations, labels, folds)),
+            ("embedding + text + rule evidence (boosted trees)", calibrated(with_rules, relations, labels, folds,
+                                                                          fit=fit_boosted_calibrator))]
+    if loaded_model.reference_ids:  # the KG's reference KGs (verifier/structure/reference.py)
+        rows.append(("… + reference KGs (boosted trees)", p_boosted))
+    for name, p in rows:
         print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
     if args.probe_pairs:
         chosen = matched_pairs(triples, labels, args.probe_pairs)

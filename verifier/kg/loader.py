@@ -178,16 +178,17 @@ def load_source(
             )
 
         with timed("entities"):
-            _stage(cursor, "stage_entities", "external_id text, label text, description text, aliases text[], types text[]")
-            _copy(cursor, "stage_entities", "external_id, label, description, aliases, types",
-                  ((e.external_id, e.label, e.description, e.aliases, e.types) for e in source.entities))
+            _stage(cursor, "stage_entities",
+                   "external_id text, label text, description text, aliases text[], types text[], same_as text")
+            _copy(cursor, "stage_entities", "external_id, label, description, aliases, types, same_as",
+                  ((e.external_id, e.label, e.description, e.aliases, e.types, e.same_as) for e in source.entities))
             cursor.execute(
-                f"""INSERT INTO {_table(Entity)} (kg_id, external_id, label, description, aliases, types)
-                SELECT DISTINCT ON (external_id) %s, external_id, label, description, aliases, types
+                f"""INSERT INTO {_table(Entity)} (kg_id, external_id, label, description, aliases, types, same_as)
+                SELECT DISTINCT ON (external_id) %s, external_id, label, description, aliases, types, same_as
                 FROM stage_entities
                 ON CONFLICT (kg_id, external_id) DO UPDATE
                 SET label = EXCLUDED.label, description = EXCLUDED.description,
-                    aliases = EXCLUDED.aliases, types = EXCLUDED.types""",
+                    aliases = EXCLUDED.aliases, types = EXCLUDED.types, same_as = EXCLUDED.same_as""",
                 [kg.pk],
             )
 

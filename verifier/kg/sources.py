@@ -16,6 +16,7 @@ from pathlib import Path
 
 from verifier.errors import ApplicationError
 from verifier.kg import ntriples
+from verifier.kg.sparql import ITEM_ID
 from verifier.kg.textfile import MAX_ID_CHARS, Problem, clipped, read_text, text_lines
 
 
@@ -37,6 +38,7 @@ class EntityRecord:
     description: str = ""
     aliases: list[str] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
+    same_as: str = ""  # the Wikidata id of the same thing, where the id is another kind (Entity.same_as)
 
 
 @dataclass
@@ -212,6 +214,8 @@ def read_fb15k(folder: Path, *, name: str = "fb15k-237") -> KGSource:
             record.label = record.label or row.get("label") or ""
             record.description = row.get("description") or ""
             record.aliases = [a for a in row.get("alternatives") or [] if a and a != record.label]
+            wikidata_id = row.get("wikidata_id") or ""
+            record.same_as = wikidata_id if isinstance(wikidata_id, str) and ITEM_ID.fullmatch(wikidata_id) else ""
 
     named = {rid: (label, description) for rid, label, description in _tab_rows(FB15K_RELATIONS, 3, problems)}
     relations = []

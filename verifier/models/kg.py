@@ -29,6 +29,9 @@ class KnowledgeGraph(models.Model):
     version = models.PositiveIntegerField(default=0)
     loaded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Other loaded KGs its triples are checked against, their entities matched by Wikidata id
+    # (verifier/structure/reference.py); the structural calibration weighs what they say.
+    references = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="referenced_by")
 
     class Meta:
         ordering = ["name"]
@@ -61,6 +64,9 @@ class Entity(models.Model):
     types = ArrayField(models.CharField(max_length=255), default=list, blank=True, help_text="EntityType ids")
     # Number of triples the entity takes part in, kept by the loader: path search prunes hubs by it.
     degree = models.PositiveIntegerField(default=0, db_default=0)
+    # The Wikidata id of the same thing where the KG's own id is another one (a Freebase mid): what
+    # matches it with the entities of a reference KG. An id that is a Wikidata id needs none.
+    same_as = models.CharField(max_length=32, blank=True, default="", db_default="")
 
     class Meta:
         verbose_name_plural = "entities"

@@ -14,6 +14,7 @@ from django.db.models import Value
 
 from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, VerificationTask
 from verifier.structure import scoring, stored
+from verifier.structure.reference import ReferenceEvidence
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
 from verifier.structure.training import request_training
 
@@ -61,6 +62,7 @@ class PlausibilityReport:
     head: SideRanking
     text: TextEvidence
     embedding_probability: float | None = None  # the embedding classifier's alone, for the `embedding` baseline
+    reference: ReferenceEvidence | None = None  # what the KG's reference KGs hold about it
 
 
 class StructuralEvidence:
@@ -120,6 +122,7 @@ class StructuralEvidence:
             TextEvidence(result.text.tail_vote.share, len(result.text.tail_vote.neighbours),
                          [named[pk][1] for pk in shown], result.text.tail_named, result.text.head_named),
             result.embedding_probability,
+            result.reference,
         )
 
     def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:

@@ -46,9 +46,10 @@ from verifier.structure.calibration import (
     matched_weights,
 )
 from verifier.structure.dataset import queued_triples
+from verifier.structure.reference import reference_ids
 from verifier.structure.rule_evidence import RULE_FEATURES
 from verifier.structure.rules import mine_rules
-from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, LoadedModel
+from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, RULES, LoadedModel
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
 SEED = 0
@@ -202,19 +203,21 @@ def calibrate_structural(model: StructuralModel) -> dict:
     if not rows or len(set(labels.tolist())) < 2:
         raise ValueError(f"no calibration data for {model.kg.name}: need held-out positives and negatives")
     folds = fold_assignment(relations, labels)
-    features = LoadedModel(model).features(fit_set.triples)
+    references = reference_ids(model.kg)
+    features = LoadedModel(model, references=references).features(fit_set.triples)
     structural, metrics = _cross_fitted(features, relations, labels, FEATURES, folds, best=True, kinds=fit_set.kinds)
     metrics = {"source": fit_set.source, "n": len(rows), "positives": int(labels.sum()), "kind": _kind(structural),
                "folds": 0 if folds is None else int(folds.max()) + 1, **metrics}
     calibration = {key: value for key, value in (model.calibration or {}).items()
                    if not key.startswith(("structural", "rules", "embedding"))}
     calibration.update(structural.stored("structural"))
+    calibration["references"] = references
     # The embedding classifier alone (the network's scores, Platt-scaled per relation, the CoDEx protocol's baseline):
     # what the text and the rules add over it, measured by the `embedding` evaluation mode on the same triples.
     embedding, metrics["embedding"] = _cross_fitted(features[:, :len(EMBEDDING_FEATURES)], relations, labels,
                                                     EMBEDDING_FEATURES, folds)
     calibration.update(embedding.stored("embedding"))
-    rules = _calibrate_rules(model, features[:, -len(RULE_FEATURES):], relations, labels, folds)
+    rules = _calibrate_rules(model, features[:, RULES], relations, labels, folds)
     if rules is not None:
         calibration.update(rules[0].stored("rules"))
         metrics["rules"] = rules[1]
@@ -282,6 +285,20 @@ def _against_each_kind(probabilities: np.ndarray, relations: list[str], labels: 
         chosen = np.flatnonzero((kinds == "true") | (kinds == kind))
         against[kind] = out_of_fold_metrics(probabilities[chosen], [relations[i] for i in chosen], labels[chosen])
     return {"against": against}
+
+
+def calibration_line(calibration: dict) -> str:
+    """A calibration's metrics in one line (train_kge, references)."""
+    line = f"calibrated on {calibration.get('n')} labelled triples ({calibration.get('source')})"
+    if calibration.get("kind"):
+        line += f" by {calibration['kind']}"
+    if "cross_validated_ece" in calibration:
+        line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
+                 f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
+    embedding = calibration.get("embedding") or {}
+    alone = (f"; the embedding classifier alone relation-matched {embedding['cross_validated_matched_accuracy']:.1%}"
+             if "cross_validated_matched_accuracy" in embedding else "")
+    return line + against_each_kind_line(calibration) + alone
 
 
 def against_each_kind_line(metrics: dict) -> str:

@@ -6,7 +6,7 @@ among the *type-compatible* candidates only — entities sharing a declared type
 (domain, for heads), or, in a KG without types, entities seen in that role of the relation — so "ranked
 3rd of 40 languages" says how the tail fares against its real competitors.
 
-The calibration maps eighteen features of a triple to a probability (FEATURES). Six are the embedding's:
+The calibration maps twenty-four features of a triple to a probability (FEATURES). Six are the embedding's:
 both log-probabilities; both again among the values the KG does not already hold ("new": the head's other
 tails for the relation are taken out of the softmax, so a person with three known citizenships is not held
 against a fourth); and the log of both ranks. Five are what the entities' own text says
@@ -15,10 +15,13 @@ whether either text names the other end. Seven are the rule evidence's (verifier
 the rules that predict the triple, those that predict another value, a functional conflict, a type
 violation. On CoDEx-S the new-value probabilities and ranks add about three points of relation-matched
 accuracy to the plain log-probabilities, the text about seven, the rules weighed jointly with both by
-boosted trees one or two more (docs/structure.md).
+boosted trees one or two more (docs/structure.md). Six are what the KG's reference KGs hold between the two
+entities (verifier/structure/reference.py): about one point more where FB15k-237 is CoDEx-S's reference.
 
-A calibration fitted before the rule features joined (on a prefix of FEATURES) still applies to that
-prefix, until ``train_kge <kg> --recalibrate`` refits it on all of them.
+A calibration fitted before the rule or the reference features joined (on a prefix of FEATURES) still
+applies to that prefix, until ``train_kge <kg> --recalibrate`` refits it on all of them. A calibration
+weighs the references it was fitted with (recorded as ``calibration["references"]``): a reference added to
+the KG since is weighed from the next calibration on.
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ import numpy as np
 import torch
 
 from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
-from verifier.structure import described, kge, stored
+from verifier.structure import described, kge, reference, stored
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import kg_triples
 from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
 EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
-FEATURES = EMBEDDING_FEATURES + described.FEATURES + RULE_FEATURES
+FEATURES = EMBEDDING_FEATURES + described.FEATURES + RULE_FEATURES + reference.FEATURES
+RULES = slice(len(EMBEDDING_FEATURES) + len(described.FEATURES), len(EMBEDDING_FEATURES) + len(described.FEATURES) + len(RULE_FEATURES))
 ALTERNATIVES = 3
 
 
@@ -69,12 +73,15 @@ class Plausibility:
     head: Ranked
     text: described.Described  # what the entities' own text says (verifier/structure/described.py)
     embedding_probability: float | None = None  # the embedding classifier's alone (its own calibration), for comparison
+    reference: reference.ReferenceEvidence | None = None  # what the reference KGs hold (verifier/structure/reference.py)
 
 
 class LoadedModel:
     """A StructuralModel's network and index maps in memory (see ``loaded``)."""
 
-    def __init__(self, row: StructuralModel):
+    def __init__(self, row: StructuralModel, *, references: list[int] | None = None):
+        """``references``: the reference KGs to weigh (row ids); by default those the calibration was fitted with,
+        or the KG's own where the model has no calibration yet."""
         data = torch.load(io.BytesIO(bytes(row.weights)), weights_only=True)
         self.row_id = row.pk
         self.entity_rows = data["entity_rows"].numpy()
@@ -103,6 +110,11 @@ class LoadedModel:
         # network a configuration search holds only in memory has none stored.
         self.held_out = set(HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id")) \
             if row.pk else set()
+        if references is None:
+            recorded = (row.calibration or {}).get("references")
+            references = recorded if recorded is not None else reference.reference_ids(row.kg)
+        self.reference_ids = list(references)
+        self._references: reference.References | None = None
 
     def index(self, entity_row: int | None = None, relation_row: int | None = None) -> int | None:
         rows, value = (self.entity_rows, entity_row) if entity_row is not None else (self.relation_rows, relation_row)
@@ -173,6 +185,14 @@ class LoadedModel:
     def text(self) -> described.DescriptionIndex:
         return described.index_for(self._kg_id, self._version)
 
+    def references(self) -> reference.References:
+        """The reference KGs indexed for this KG, built on first use (their relations aligned without the triples
+        the network was trained without)."""
+        with self._lock:
+            if self._references is None:
+                self._references = reference.References(self._kg, self.reference_ids, without=self.held_out)
+            return self._references
+
     def _features(self, tail_lp: np.ndarray, head_lp: np.ndarray, h: int, r: int, t: int) -> list[float]:
         """The embedding's features of the triple at indices (h, r, t)."""
         relation_row = int(self.relation_rows[r])
@@ -189,7 +209,9 @@ class LoadedModel:
             return None
         tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
         text = self.text().described(head_row, relation_row, tail_row)
-        features = self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
+        held = self.references().evidence(head_row, relation_row, tail_row)
+        features = (self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
+                    + held.features())
         fold = self.folds.get((head_row, relation_row, tail_row))
         probability = None if self.calibration is None else self.calibration.probability(
             features[:self.calibrated_features], str(relation_row), fold)
@@ -200,12 +222,12 @@ class LoadedModel:
                             self.entity_rows)
         head_side = _ranked(head_lp, h, self.candidates(relation_row, "head"), self.known_values("head").get((r, t), none),
                             self.entity_rows)
-        return Plausibility(probability, features, tail_side, head_side, text, embedding)
+        return Plausibility(probability, features, tail_side, head_side, text, embedding, held)
 
     def features(self, triples: np.ndarray) -> np.ndarray:
         """(n, len(FEATURES)) features of many row-id triples at once (calibration, evaluation)."""
         out = np.zeros((len(triples), len(FEATURES)))
-        text = self.text()
+        text, references = self.text(), self.references()
         with torch.inference_mode():
             for start in range(0, len(triples), 512):
                 batch = triples[start:start + 512]
@@ -216,7 +238,7 @@ class LoadedModel:
                 heads = torch.log_softmax(self.network.predict_h(tensor[:, 1:]), dim=1).numpy()
                 for row, ((h, r, t), rows) in enumerate(zip(idx.tolist(), batch.tolist(), strict=True)):
                     out[start + row] = (self._features(tails[row], heads[row], h, r, t) + text.described(*rows).features()
-                                        + self._rule_features(*rows))
+                                        + self._rule_features(*rows) + references.evidence(*rows).features())
         return out
 
     def _rule_features(self, head_row: int, relation_row: int, tail_row: int) -> list[float]:

@@ -1,7 +1,7 @@
 """KG_Plausibility: how plausible a triple is by the graph's embedding model and the entities' own text, as
 one calibrated probability, with the ranks of the tail and the head among their type-compatible
 competitors, the alternatives the model prefers, what the entities described like the head hold, and
-whether either entity's text names the other."""
+whether either entity's text names the other, and what the KG's reference KGs hold between the two."""
 
 from __future__ import annotations
 
@@ -55,6 +55,10 @@ def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, 
     items = [
         EvidenceItem("plausibility", verdict_line, {**ids, "probability": report.probability, "features": report.features,
                                                     "embedding_probability": report.embedding_probability}, source),
+        *[EvidenceItem("plausibility", finding.text(head.label, relation.label, tail.label),
+                       {**ids, "side": "reference", "reference": finding.reference, "covered": finding.covered,
+                        "stated": finding.stated, "head_values": finding.head_values, "links": finding.links}, source)
+          for finding in (report.reference.findings if report.reference else [])],
         EvidenceItem("plausibility", tail_line, {**ids, "side": "tail", "rank": report.tail.rank,
                                                  "candidates": report.tail.candidates}, source),
         EvidenceItem("plausibility", neighbours_line, {**ids, "side": "described", "share": round(text.share, 3),

@@ -16,7 +16,6 @@ from django.db.models import F
 from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
-from verifier.management.commands.train_kge import _calibration_line
 from verifier.memory import bootstrap
 from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, Run, StructuralModel, VerificationTask
 from verifier.runner import execute_run
@@ -25,7 +24,7 @@ from verifier.structure import kge, scoring
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import training_data
 from verifier.structure.evidence import PlausibilityReport, StructuralEvidence, Unavailable
-from verifier.structure.fitting import calibrate_structural, corruptions, structural_fit_set
+from verifier.structure.fitting import calibrate_structural, calibration_line, corruptions, structural_fit_set
 from verifier.structure.kge import KGEConfig
 from verifier.structure.rules import find_rules
 from verifier.structure.training import cut_short_warning, request_training, train
@@ -352,7 +351,7 @@ def test_the_embedding_classifier_alone_is_calibrated_beside_the_plausibility_an
     kg, _ = towns
     model = train(kg, config=TINY)
     assert model.metrics["calibration"]["embedding"]["cross_validated_matched_accuracy"] > 0.5
-    assert "; the embedding classifier alone relation-matched " in _calibration_line(model.metrics["calibration"])
+    assert "; the embedding classifier alone relation-matched " in calibration_line(model.metrics["calibration"])
     assert CrossFitted.from_stored(model.calibration, "embedding").full.features == scoring.EMBEDDING_FEATURES
     held = HeldOutTriple.objects.filter(model=model, reason="calibration", relation__external_id="citizen_of").first()
     report = StructuralEvidence(kg).plausibility(held.head.external_id, "citizen_of", held.tail.external_id)

@@ -16,7 +16,7 @@ from verifier.management.lookup import kg_named
 from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
 from verifier.selectors import model_summary
 from verifier.structure import kge
-from verifier.structure.fitting import against_each_kind_line, calibrate_structural
+from verifier.structure.fitting import calibrate_structural, calibration_line
 from verifier.structure.training import (
     TrainingError,
     cut_short_warning,
@@ -26,19 +26,6 @@ from verifier.structure.training import (
     restore,
     train,
 )
-
-
-def _calibration_line(calibration: dict) -> str:
-    line = f"calibrated on {calibration.get('n')} labelled triples ({calibration.get('source')})"
-    if calibration.get("kind"):
-        line += f" by {calibration['kind']}"
-    if "cross_validated_ece" in calibration:
-        line += (f", cross-validated accuracy {calibration['cross_validated_accuracy']:.1%} (relation-matched "
-                 f"{calibration['cross_validated_matched_accuracy']:.1%}), ECE {calibration['cross_validated_ece']:.3f}")
-    embedding = calibration.get("embedding") or {}
-    alone = (f"; the embedding classifier alone relation-matched {embedding['cross_validated_matched_accuracy']:.1%}"
-             if "cross_validated_matched_accuracy" in embedding else "")
-    return line + against_each_kind_line(calibration) + alone
 
 
 class Command(BaseCommand):
@@ -102,7 +89,7 @@ class Command(BaseCommand):
             + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f}"
                + (f"; {unranked['mrr']:.3f} on the {unranked['triples']:,} that early stopping never ranked" if unranked else "")
                + ")" if dataset else "")
-            + "; " + _calibration_line(calibration)))
+            + "; " + calibration_line(calibration)))
         if warning := cut_short_warning(row):
             self.stdout.write(self.style.WARNING(warning))
         previous = restorable(kg)
@@ -119,7 +106,7 @@ class Command(BaseCommand):
             metrics = calibrate_structural(row)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} recalibrated: {_calibration_line(metrics)}"))
+        self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} recalibrated: {calibration_line(metrics)}"))
         self._weighing_hint(kg)
 
     def _weighing_hint(self, kg: KnowledgeGraph) -> None:
