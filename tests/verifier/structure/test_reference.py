@@ -1,6 +1,7 @@
 """A second KG as a reference: entities matched by Wikidata id, relations aligned from the data, what the
 reference holds about a triple as evidence and features, weighed by the calibration it was fitted with."""
 
+import io
 import json
 import random
 
@@ -9,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord, read_fb15k
-from verifier.models import Entity, StructuralModel
+from verifier.models import Entity, KnowledgeGraph, StructuralModel
 from verifier.structure import scoring
 from verifier.structure.evidence import StructuralEvidence
 from verifier.structure.kge import KGEConfig
@@ -147,3 +148,29 @@ def test_a_reference_added_is_weighed_from_the_next_calibration_and_shown_by_kg_
     parts = [Resolved(e, label) for e, label in [(person, "Person Q101"), ("P27", "country of citizenship"), (other, "Other")]]
     text = observation(report, *parts, "wiki").text
     assert f"The reference KG free does not state it: it gives Person Q101 nationality: Free {_citizenship(person)} instead" in text
+
+
+def test_loading_codex_s_loads_its_reference_kg_beside_it(codex_subset, tmp_path, settings, db):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "codex-s").symlink_to(codex_subset)
+    heads_and_tails = [line.split("\t") for line in (codex_subset / "triples" / "train.txt").read_text().splitlines()[:2]]
+    fb = data / "fb15k-237"
+    fb.mkdir()
+    (fb / "train.txt").write_text("".join(f"/m/{h}\t/people/person/nationality\t/m/{t}\r\n" for h, _, t in heads_and_tails))
+    ids = sorted({e for h, _, t in heads_and_tails for e in (h, t)})
+    (fb / "entity2text.txt").write_text("".join(f"/m/{q}\tFree {q}\n" for q in ids))
+    (fb / "relation2text.txt").write_text("/people/person/nationality\tnationality\n")
+    (fb / "entity2wikidata.json").write_text(json.dumps({f"/m/{q}": {"wikidata_id": q, "label": q} for q in ids}))
+    settings.KGV_DATA_DIR = data
+    out = io.StringIO()
+    call_command("load_kg", "codex-s", "--no-kge", "--no-embed", "--no-progress", stdout=out)
+    codex = KnowledgeGraph.objects.get(name="codex-s")
+    assert list(codex.references.values_list("name", flat=True)) == ["fb15k-237"]
+    assert "fb15k-237 is the reference KG of codex-s" in out.getvalue()
+    assert len(ReferenceIndex(codex, codex.references.get()).matched) == len(ids)
+    version = KnowledgeGraph.objects.get(name="fb15k-237").version
+    call_command("load_kg", "codex-s", "--no-kge", "--no-embed", "--no-progress", stdout=io.StringIO())
+    assert KnowledgeGraph.objects.get(name="fb15k-237").version == version  # loaded once
+    call_command("load_kg", str(codex_subset), "--name", "plain", "--no-kge", "--no-embed", "--no-progress", stdout=io.StringIO())
+    assert not KnowledgeGraph.objects.get(name="plain").references.exists()  # a folder, not the named dataset

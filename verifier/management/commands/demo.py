@@ -1,5 +1,5 @@
-"""``manage.py demo`` — the whole product on one machine: migrate, load CoDEx-S and FB15k-237 as its reference KG
-(verifier/structure/reference.py; FB15k-237's own structural model is trained on request), queue a sample of its
+"""``manage.py demo`` — the whole product on one machine: migrate, load CoDEx-S (with FB15k-237 as its reference KG,
+verifier/structure/reference.py; FB15k-237's own structural model is trained on request), queue a sample of its
 validation triples (first start), create a demo login, run the web server and a Celery worker until Ctrl-C,
 then stop everything this command started (including the embedded PostgreSQL and Redis, when it was the one
 to start them)."""
@@ -23,8 +23,9 @@ from django.core.management.base import BaseCommand, CommandError
 from kgv_web.embedded import embedded_dir
 from verifier import confidence, health
 from verifier.errors import ApplicationError
+from verifier.management.commands.load_kg import REFERENCES
 from verifier.memory.bank import seed_if_empty
-from verifier.models import KnowledgeGraph, StructuralModel, VerificationTask
+from verifier.models import KnowledgeGraph, VerificationTask
 from verifier.queue_filters import by_origin
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
 from verifier.services import queue_validation_sample
@@ -80,26 +81,16 @@ class Command(BaseCommand):
         call_command("load_kg", "codex-s")
 
     def _load_reference_kg(self) -> None:
-        """FB15k-237 as CoDEx-S's reference KG (Freebase's facts about the same entities, matched by Wikidata id),
-        before CoDEx-S's first calibration weighs it. Its own structural model is not trained: it only serves as a
-        reference until someone verifies its triples (manage.py train_kge fb15k-237)."""
+        """An installation whose CoDEx-S was loaded before reference KGs existed gets FB15k-237 as its reference, its
+        ready model recalibrated to weigh it (a minute). A fresh one got it from load_kg."""
         codex = KnowledgeGraph.objects.get(name="codex-s")
-        if codex.references.filter(name="fb15k-237").exists():
+        reference = REFERENCES["codex-s"]
+        if codex.references.filter(name=reference).exists():
             return
-        reference = KnowledgeGraph.objects.filter(name="fb15k-237").first()
-        if reference is None or reference.version == 0:
-            self.stdout.write("Loading FB15k-237 as CoDEx-S's reference KG…")
-            try:
-                call_command("load_kg", "fb15k-237", "--no-kge", "--no-progress")
-            except CommandError as exc:
-                self.stderr.write(f"No reference KG for CoDEx-S: {exc}")
-                return
-            reference = KnowledgeGraph.objects.get(name="fb15k-237")
-        codex.references.add(reference)
-        model = StructuralModel.objects.ready_for(codex)
-        if model is not None:
-            self.stdout.write("FB15k-237 is now CoDEx-S's reference KG; its calibration weighs it once refitted: "
-                              "manage.py train_kge codex-s --recalibrate")
+        if not KnowledgeGraph.objects.filter(name=reference, version__gt=0).exists():
+            self.stdout.write(f"Loading {reference} as CoDEx-S's reference KG…")
+            call_command("load_kg", reference, "--no-kge", "--no-progress")
+        call_command("references", "codex-s", "--add", reference)
 
     def _demo_login(self) -> str:
         """Demo users, one per role, sharing a password generated once and kept beside the embedded data."""

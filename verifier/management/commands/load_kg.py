@@ -6,17 +6,21 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
 from verifier.kg.loader import ImportRejected, load_source
 from verifier.kg.sources import SourceError, detect_source
 from verifier.memory import bank
-from verifier.models import MinedRule, StructuralModel
+from verifier.models import KnowledgeGraph, MinedRule, StructuralModel
 from verifier.structure.rules import mine_rules
 from verifier.structure.training import request_training
 
 DATASETS = {"codex-s": "codex-s", "fb15k-237": "fb15k-237"}
+# A dataset's reference KG, loaded beside it where its files are (verifier/structure/reference.py): Freebase's facts
+# about CoDEx-S's entities, matched by Wikidata id.
+REFERENCES = {"codex-s": "fb15k-237"}
 
 
 class Command(BaseCommand):
@@ -31,6 +35,8 @@ class Command(BaseCommand):
         parser.add_argument("--replace", action="store_true", help="drop the KG's triples before loading")
         parser.add_argument("--no-embed", action="store_true", help="skip passage and relation embeddings")
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+        parser.add_argument("--no-reference", action="store_true",
+                            help="do not load the dataset's reference KG beside it (codex-s: fb15k-237)")
         parser.add_argument("--no-kge", action="store_true",
                             help="do not queue the training of the KG's structural model (manage.py train_kge does it later)")
 
@@ -70,8 +76,27 @@ class Command(BaseCommand):
             self.stdout.write(confidence.seeded_line(seeded))
         if linked := bank.link_kg(report.kg):
             self.stdout.write(f"Memory bank: {linked} entries investigated on {report.kg.name} are now linked to it.")
+        if raw in REFERENCES and not options["no_reference"]:
+            self._add_reference(report.kg, REFERENCES[raw])
         if not options["no_kge"] and kept is None:
             queued = request_training(report.kg, reason="KG loaded")
             if queued is not None:
                 self.stdout.write(f"Queued the structural model of {report.kg.name} (#{queued.pk}); a Celery worker trains it "
                                   f"in the background: progress at /health/ and on the workbench")
+
+    def _add_reference(self, kg: KnowledgeGraph, name: str) -> None:
+        """Load the dataset's reference KG (without a structural model of its own) unless it is loaded or its files
+        are missing, and make it the KG's reference."""
+        if kg.references.filter(name=name).exists():
+            return
+        reference = KnowledgeGraph.objects.filter(name=name, version__gt=0).first()
+        if reference is None:
+            if not (settings.KGV_DATA_DIR / DATASETS[name]).is_dir():
+                self.stdout.write(f"No reference KG for {kg.name}: {settings.KGV_DATA_DIR / DATASETS[name]} is not there.")
+                return
+            self.stdout.write(f"Loading {name} as the reference KG of {kg.name}…")
+            call_command("load_kg", name, "--no-kge", "--no-progress")
+            reference = KnowledgeGraph.objects.get(name=name)
+        kg.references.add(reference)
+        self.stdout.write(f"{name} is the reference KG of {kg.name}: its calibration weighs what {name} holds about a "
+                          f"triple (manage.py references {kg.name})")
