@@ -54,7 +54,7 @@ class Command(BaseCommand):
             self.stdout.write("The calibration weighs the references it was fitted with until: "
                               f"manage.py train_kge {kg.name} --recalibrate")
         else:
-            self.stdout.write(f"Recalibrating structural model #{model.pk} of {kg.name} with its references…")
+            self.stdout.write(f"Recalibrating structural model #{model.pk} of {kg.name} for its references…")
             try:
                 metrics = calibrate_structural(model)
             except ValueError as exc:
