@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -146,7 +147,9 @@ def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: Structur
     retrain = f"manage.py train_kge {kg.name}"
     serving = f"; serving the ready model #{ready.pk} ({model_summary(ready)})" if ready and latest and ready.pk != latest.pk else ""
     if latest is None:
-        state, text = "none", f"none trained ({retrain})"
+        referenced = sorted(name for name in getattr(kg, "referenced", None) or [] if name)
+        serves = f"; the reference KG of {', '.join(referenced)}, which needs none" if referenced else ""
+        state, text = "none", f"none trained ({retrain}){serves}"
     elif latest.is_stale:
         state, text = "stalled", f"stalled (no progress since {_when(latest)}; {retrain}){serving}"
     elif latest.status in IN_FLIGHT:
@@ -173,7 +176,7 @@ def structural_statuses(kg_ids: list[int] | None = None) -> list[StructuralStatu
     kgs = KnowledgeGraph.objects.filter(kind=KnowledgeGraph.Kind.LOCAL, version__gt=0).order_by("name")
     if kg_ids is not None:
         kgs = kgs.filter(pk__in=kg_ids)
-    kgs = list(kgs.only("id", "name", "version", "kind"))
+    kgs = list(kgs.only("id", "name", "version", "kind").annotate(referenced=ArrayAgg("referenced_by__name")))
     models = (light_models().filter(kg__in=kgs, kg_version=F("kg__version")).order_by("-id")
               .annotate(waiting=Count("awaiting_runs", filter=Q(awaiting_runs__status=Run.Status.QUEUED))))
     latest: dict[int, StructuralModel] = {}

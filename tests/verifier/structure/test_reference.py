@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord, read_fb15k
 from verifier.models import Entity, KnowledgeGraph, StructuralModel
+from verifier.selectors import structural_statuses
 from verifier.structure import scoring
 from verifier.structure.evidence import StructuralEvidence
 from verifier.structure.kge import KGEConfig
@@ -169,6 +170,8 @@ def test_loading_codex_s_loads_its_reference_kg_beside_it(codex_subset, tmp_path
     assert list(codex.references.values_list("name", flat=True)) == ["fb15k-237"]
     assert "fb15k-237 is the reference KG of codex-s" in out.getvalue()
     assert len(ReferenceIndex(codex, codex.references.get()).matched) == len(ids)
+    status = {s.kg: s.text for s in structural_statuses()}["fb15k-237"]  # the workbench's strip
+    assert status == "none trained (manage.py train_kge fb15k-237); the reference KG of codex-s, which needs none"
     version = KnowledgeGraph.objects.get(name="fb15k-237").version
     call_command("load_kg", "codex-s", "--no-kge", "--no-embed", "--no-progress", stdout=io.StringIO())
     assert KnowledgeGraph.objects.get(name="fb15k-237").version == version  # loaded once
