@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 from kgv_web.embedded import embedded_dir
 from verifier import confidence, health
 from verifier.errors import ApplicationError
-from verifier.management.commands.load_kg import REFERENCES
+from verifier.management.commands.load_kg import REFERENCES, add_reference
 from verifier.memory.bank import seed_if_empty
 from verifier.models import KnowledgeGraph, VerificationTask
 from verifier.queue_filters import by_origin
@@ -83,14 +83,7 @@ class Command(BaseCommand):
     def _load_reference_kg(self) -> None:
         """An installation whose CoDEx-S was loaded before reference KGs existed gets FB15k-237 as its reference, its
         ready model recalibrated to weigh it (a minute). A fresh one got it from load_kg."""
-        codex = KnowledgeGraph.objects.get(name="codex-s")
-        reference = REFERENCES["codex-s"]
-        if codex.references.filter(name=reference).exists():
-            return
-        if not KnowledgeGraph.objects.filter(name=reference, version__gt=0).exists():
-            self.stdout.write(f"Loading {reference} as CoDEx-S's reference KG…")
-            call_command("load_kg", reference, "--no-kge", "--no-progress")
-        call_command("references", "codex-s", "--add", reference)
+        add_reference(KnowledgeGraph.objects.get(name="codex-s"), REFERENCES["codex-s"], self.stdout)
 
     def _demo_login(self) -> str:
         """Demo users, one per role, sharing a password generated once and kept beside the embedded data."""

@@ -77,26 +77,26 @@ class Command(BaseCommand):
         if linked := bank.link_kg(report.kg):
             self.stdout.write(f"Memory bank: {linked} entries investigated on {report.kg.name} are now linked to it.")
         if raw in REFERENCES and not options["no_reference"]:
-            self._add_reference(report.kg, REFERENCES[raw])
+            add_reference(report.kg, REFERENCES[raw], self.stdout)
         if not options["no_kge"] and kept is None:
             queued = request_training(report.kg, reason="KG loaded")
             if queued is not None:
                 self.stdout.write(f"Queued the structural model of {report.kg.name} (#{queued.pk}); a Celery worker trains it "
                                   f"in the background: progress at /health/ and on the workbench")
 
-    def _add_reference(self, kg: KnowledgeGraph, name: str) -> None:
-        """Load the dataset's reference KG (without a structural model of its own) unless it is loaded or its files
-        are missing, and make it the KG's reference."""
-        if kg.references.filter(name=name).exists():
+
+def add_reference(kg: KnowledgeGraph, name: str, stdout) -> None:
+    """Make the named dataset the KG's reference KG: loaded first (without a structural model of its own) unless it
+    is loaded or its files are missing; then ``manage.py references --add`` links it and refits a ready model's
+    calibration to weigh it."""
+    if kg.references.filter(name=name).exists():
+        return
+    if not KnowledgeGraph.objects.filter(name=name, version__gt=0).exists():
+        if not (settings.KGV_DATA_DIR / DATASETS[name]).is_dir():
+            stdout.write(f"No reference KG for {kg.name}: {settings.KGV_DATA_DIR / DATASETS[name]} is not there.")
             return
-        reference = KnowledgeGraph.objects.filter(name=name, version__gt=0).first()
-        if reference is None:
-            if not (settings.KGV_DATA_DIR / DATASETS[name]).is_dir():
-                self.stdout.write(f"No reference KG for {kg.name}: {settings.KGV_DATA_DIR / DATASETS[name]} is not there.")
-                return
-            self.stdout.write(f"Loading {name} as the reference KG of {kg.name}…")
-            call_command("load_kg", name, "--no-kge", "--no-progress")
-            reference = KnowledgeGraph.objects.get(name=name)
-        kg.references.add(reference)
-        self.stdout.write(f"{name} is the reference KG of {kg.name}: its calibration weighs what {name} holds about a "
-                          f"triple (manage.py references {kg.name})")
+        stdout.write(f"Loading {name} as the reference KG of {kg.name}…")
+        call_command("load_kg", name, "--no-kge", "--no-progress", stdout=stdout)
+    stdout.write(f"{name} is the reference KG of {kg.name}: its calibration weighs what {name} holds about a "
+                 f"triple (manage.py references {kg.name})")
+    call_command("references", kg.name, "--add", name, stdout=stdout)
