@@ -13,6 +13,12 @@ relation-matched benchmark measures) and ECE:
   KG_Plausibility keeps where it predicts better out of fold (verifier/structure/calibration.py);
 - where the KG has reference KGs (``manage.py references``), the trees with what they hold beside.
 
+One draw of the folds moves a row's relation-matched accuracy by about ±0.3 points on CoDEx-S, about as much
+as many a candidate signal lifts it: ``--fold-draws N`` cross-validates every row over N draws and prints each
+row's spread and its lift over the row above, draw by draw, so a lift is read against its noise.
+``--candidates`` adds rows for signals measured and not built in (``candidate_features``), each with its lift
+over the shipped features: a new signal earns its place here first.
+
 With ``--probe-pairs N``, N relation-matched (true, false) pairs of those triples are also asked of the
 configured language model (the embedded one unless LLM_BASE_URL is set), one call each, the head's passage
 in the prompt. ``--probe verdict`` (the agent's article reading): the tail's description and the triple,
@@ -27,7 +33,8 @@ for anyone (a country, a common occupation) and asks the model what it knows abo
 the probe's ROC AUC, its correlation with the plausibility's logit, and the cross-validated accuracy of the
 plausibility with and without it on those pairs. Each answer is cached in ``--cache`` so an interrupted run resumes.
 
-    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100 [--probe choice|cloze]
+    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s [--fold-draws 6] [--candidates]
+    DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100 [--probe choice|cloze]
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ import json
 import math
 import os
 import random
+import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -59,6 +67,8 @@ from verifier.agent.steps import Claim  # noqa: E402
 from verifier.agent.weighing import logit, probe_logit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
+from verifier.structure.dataset import kg_triples  # noqa: E402
+from verifier.structure.described import GENERIC_TAIL_WORDS, content_words  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.scoring import EMBEDDING_FEATURES, RULES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
@@ -90,6 +100,52 @@ def choice_log_probs(first_token_logprobs: dict[str, float], letters: str) -> li
 def line(name: str, figures: dict, n: int) -> str:
     return (f"{name:58s} n {n:5d}  accuracy {figures['cross_validated_accuracy']:.3f}  "
             f"matched {figures['cross_validated_matched_accuracy']:.3f}  ECE {figures['cross_validated_ece']:.3f}")
+
+
+def lift_line(lift: np.ndarray, over: str) -> str:
+    return f"; lift over {over} {lift.mean():+.3f} (from {lift.min():+.3f} to {lift.max():+.3f})"
+
+
+OPENING_PARENTHESIS = re.compile(r"\([^()]*\)")
+OPENING_END = re.compile(r"(?<!\b[A-Z][a-z])(?<!\b[A-Z])\.\s+(?=[A-Z])")  # not after "Jr." or an initial
+FEMININE = {"actress": "actor", "businesswoman": "businessman", "sportswoman": "sportsman"}
+
+
+def opening_sentence(text: str) -> str:
+    """An article's first sentence without its parentheses (birth dates, pronunciations)."""
+    text = " ".join(text.split())
+    while (stripped := OPENING_PARENTHESIS.sub("", text)) != text:
+        text = stripped
+    end = OPENING_END.search(text)
+    return text[:end.start()] if end else text
+
+
+def candidate_features(kg: KnowledgeGraph, triples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two signals measured here and not built into the plausibility, for --candidates: (the log of how many
+    other values the head has for the relation, other heads the tail has, and both entities' degrees; the share of
+    the tail label's content words in the head's opening sentence, "actress" read as "actor")."""
+    stated = kg_triples(kg)
+    known = set(map(tuple, stated.tolist()))
+    degree, values, holders = Counter(stated[:, [0, 2]].ravel().tolist()), Counter(map(tuple, stated[:, :2].tolist())), \
+        Counter(map(tuple, stated[:, 1:].tolist()))
+    counts = np.log1p(np.array([[values[(h, r)] - ((h, r, t) in known), holders[(r, t)] - ((h, r, t) in known),
+                                 degree[h] - ((h, r, t) in known), degree[t] - ((h, r, t) in known)]
+                                for h, r, t in triples.tolist()], dtype=float))
+    entities = {pk: (label, description) for pk, label, description in
+                Entity.objects.filter(kg=kg).values_list("pk", "label", "description")}
+    passages: dict[int, str] = {}
+    for entity, text in Passage.objects.filter(kg=kg).order_by("pk").values_list("entity_id", "text"):
+        passages.setdefault(entity, text)
+
+    def words(text: str) -> list[str]:
+        return [FEMININE.get(w, w) for w in re.findall(r"[a-z]+", text.lower())]
+
+    opening = []
+    for h, _, t in triples.tolist():
+        wanted = [FEMININE.get(w, w) for w in content_words(entities[t][0], GENERIC_TAIL_WORDS)]
+        said = set(words(opening_sentence(passages.get(h) or entities[h][1] or "")))
+        opening.append(sum(w in said for w in wanted) / len(wanted) if wanted else 0.0)
+    return counts, np.array(opening)
 
 
 def calibrated(x: np.ndarray, relations: list[str], labels: np.ndarray, folds: np.ndarray, fit=None) -> np.ndarray:
@@ -217,6 +273,12 @@ def main() -> None:
                              "and the embedding's four preferred values; cloze: the embedded model's likelihood of the "
                              "tail after the head against after any entity")
     parser.add_argument("--cache", type=Path, default=Path("reports/verdict-signals-probe.json"))
+    parser.add_argument("--candidates", action="store_true",
+                        help="also the rows of signals measured and not built in: value counts and degrees, the tail "
+                             "named in the head's opening sentence")
+    parser.add_argument("--fold-draws", type=int, default=1,
+                        help="cross-validate each row over this many draws of the folds and report the spread and each "
+                             "row's lift over the one above, paired by draw (a lift smaller than its spread is noise)")
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.get(name=args.kg)
     model = StructuralModel.objects.ready_for(kg)
@@ -230,18 +292,31 @@ def main() -> None:
     print(f"{kg.name}: {len(labels):,} labelled triples ({source}), structural model #{model.pk}", flush=True)
     loaded_model = LoadedModel(model)
     both = loaded_model.features(triples)
-    plausibility, with_rules = both[:, :RULES.start], both[:, :RULES.stop]
-    p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
-    rows = [("embedding alone (Platt per relation)", calibrated(both[:, :len(EMBEDDING_FEATURES)], relations, labels, folds)),
-            ("embedding + text (Platt per relation)", calibrated(plausibility, relations, labels, folds)),
-            ("embedding + text + rule evidence (Platt per relation)", calibrated(with_rules, relations, labels, folds)),
-            ("embedding + text + rule evidence (boosted trees)", calibrated(with_rules, relations, labels, folds,
-                                                                          fit=fit_boosted_calibrator))]
+    rows = [("embedding alone (Platt per relation)", both[:, :len(EMBEDDING_FEATURES)], None),
+            ("embedding + text (Platt per relation)", both[:, :RULES.start], None),
+            ("embedding + text + rule evidence (Platt per relation)", both[:, :RULES.stop], None),
+            ("embedding + text + rule evidence (boosted trees)", both[:, :RULES.stop], fit_boosted_calibrator)]
     if loaded_model.reference_ids:  # the KG's reference KGs (verifier/structure/reference.py)
-        rows.append(("… + reference KGs (boosted trees)", p_boosted))
-    for name, p in rows:
-        print(line(name, out_of_fold_metrics(p, relations, labels), len(labels)), flush=True)
+        rows.append(("… + reference KGs (boosted trees)", both, fit_boosted_calibrator))
+    if args.candidates:
+        counts, opening = candidate_features(kg, triples)
+        rows += [("… + value counts and degrees (candidate)", np.column_stack([both, counts]), fit_boosted_calibrator),
+                 ("… + the tail in the head's opening (candidate)", np.column_stack([both, opening]), fit_boosted_calibrator),
+                 ("… + both (candidate)", np.column_stack([both, counts, opening]), fit_boosted_calibrator)]
+    draws = [folds] + [fold_assignment(relations, labels, seed=seed) for seed in range(1, args.fold_draws)]
+    shipped = len(rows) - 3 * args.candidates  # a candidate's lift is over all the shipped features
+    matched_by_row = []
+    for k, (name, x, fit) in enumerate(rows):
+        figures = [out_of_fold_metrics(calibrated(x, relations, labels, f, fit=fit), relations, labels) for f in draws]
+        print(line(name, figures[0], len(labels)), flush=True)
+        matched_by_row.append(np.array([f["cross_validated_matched_accuracy"] for f in figures]))
+        if len(draws) > 1:
+            against = None if k == 0 else matched_by_row[min(k, shipped) - 1]
+            print(f"{'':58s} over {len(draws)} fold draws: matched {matched_by_row[-1].mean():.3f} ± {matched_by_row[-1].std():.3f}"
+                  + ("" if against is None else lift_line(matched_by_row[-1] - against, "the row above" if k < shipped else
+                                                          "the shipped features")), flush=True)
     if args.probe_pairs:
+        p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
         chosen = matched_pairs(triples, labels, args.probe_pairs)
         answered = {i: v for i, v in probes(triples, chosen, args.cache, args.probe, loaded_model).items() if v is not None}
         index = np.array([i for i in chosen if i in answered])

@@ -162,8 +162,8 @@ class CrossFitted:
                    [calibrator_from_dict(c) for c in calibration.get(f"{name}_folds") or []])
 
 
-def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = FOLDS) -> np.ndarray | None:
-    """Each labelled triple's fold, stratified by relation and label (seeded; a stratum too small to spread
+def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = FOLDS, seed: int = SEED) -> np.ndarray | None:
+    """Each labelled triple's fold, stratified by relation and label (drawn with ``seed``; a stratum too small to spread
     over the folds joins its label's stratum of the small ones, and that one, if still too small, the label's
     largest), or None with too few of either label for ``folds`` folds."""
     from sklearn.model_selection import StratifiedKFold
@@ -179,7 +179,7 @@ def fold_assignment(relations: Sequence[str], labels: np.ndarray, folds: int = F
                for y in (False, True)}
     strata = [s if sizes[s] >= folds else largest[bool(y)] for s, y in zip(strata, labels, strict=True)]
     out = np.zeros(len(labels), dtype=np.int64)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=SEED)
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     for k, (_, held) in enumerate(splitter.split(np.zeros(len(labels)), strata)):
         out[held] = k
     return out
