@@ -16,8 +16,8 @@ relation-matched benchmark measures) and ECE:
 One draw of the folds moves a row's relation-matched accuracy by about ±0.3 points on CoDEx-S, about as much
 as many a candidate signal lifts it: ``--fold-draws N`` cross-validates every row over N draws and prints each
 row's spread and its lift over the row above, draw by draw, so a lift is read against its noise.
-``--candidates`` adds rows for signals measured and not built in (``candidate_features``), each with its lift
-over the shipped features: a new signal earns its place here first.
+``--candidates`` adds rows for signals measured and not built in (``candidate_features``, ``meaning_votes``,
+``value_likeness``), each with its lift over the shipped features: a new signal earns its place here first.
 
 With ``--probe-pairs N``, N relation-matched (true, false) pairs of those triples are also asked of the
 configured language model (the embedded one unless LLM_BASE_URL is set), one call each, the head's passage
@@ -33,7 +33,7 @@ for anyone (a country, a common occupation) and asks the model what it knows abo
 the probe's ROC AUC, its correlation with the plausibility's logit, and the cross-validated accuracy of the
 plausibility with and without it on those pairs. Each answer is cached in ``--cache`` so an interrupted run resumes.
 
-    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s [--fold-draws 6] [--candidates]
+    make install && DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s [--fold-draws 6] [--candidates] [--by-relation]
     DEBUG=1 .venv/bin/python bench/verdict_signals.py codex-s --probe-pairs 100 [--probe choice|cloze]
 """
 
@@ -68,7 +68,7 @@ from verifier.agent.weighing import logit, probe_logit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.dataset import kg_triples  # noqa: E402
-from verifier.structure.described import GENERIC_TAIL_WORDS, content_words  # noqa: E402
+from verifier.structure.described import GENERIC_TAIL_WORDS, NEIGHBOURS, VOTE_FLOOR, content_words  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.scoring import EMBEDDING_FEATURES, RULES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
@@ -146,6 +146,103 @@ def candidate_features(kg: KnowledgeGraph, triples: np.ndarray) -> tuple[np.ndar
         said = set(words(opening_sentence(passages.get(h) or entities[h][1] or "")))
         opening.append(sum(w in said for w in wanted) / len(wanted) if wanted else 0.0)
     return counts, np.array(opening)
+
+
+def meaning_votes(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
+    """The description neighbours' vote (verifier/structure/described.py) with the passages' all-MiniLM-L6-v2
+    embeddings as the measure of likeness instead of TF-IDF: for each triple, the log of the similarity-weighted
+    share of the ten entities most like the head (of those with the relation) that hold the tail, and of the ten
+    most like the tail (of those the relation reaches) held by the head. An entity is never its own neighbour."""
+    vectors: dict[int, np.ndarray] = {}
+    for entity, embedding in Passage.objects.filter(kg=kg, embedding__isnull=False).order_by("pk").values_list(
+            "entity_id", "embedding"):
+        vectors.setdefault(entity, np.asarray(embedding, dtype=float))
+    stated = kg_triples(kg)
+    tails, heads = defaultdict(set), defaultdict(set)
+    subjects, objects = defaultdict(set), defaultdict(set)
+    for h, r, t in stated.tolist():
+        tails[(h, r)].add(t)
+        heads[(r, t)].add(h)
+        if h in vectors:
+            subjects[r].add(h)
+        if t in vectors:
+            objects[r].add(t)
+    pools = {}
+
+    def pool(relation: int, members: dict) -> tuple[np.ndarray, np.ndarray]:
+        if (relation, id(members)) not in pools:
+            rows = np.array(sorted(members.get(relation, ())), dtype=int)
+            matrix = np.array([vectors[e] for e in rows]) if len(rows) else np.zeros((0, 1))
+            pools[(relation, id(members))] = rows, matrix
+        return pools[(relation, id(members))]
+
+    def vote(anchor: int, relation: int, members: dict, holds) -> float:
+        rows, matrix = pool(relation, members)
+        if anchor not in vectors or not len(rows):
+            return math.log(VOTE_FLOOR)
+        similarity = matrix @ vectors[anchor]
+        similarity[rows == anchor] = -1.0
+        top = [i for i in np.argsort(-similarity, kind="stable")[:NEIGHBOURS] if similarity[i] > 0]
+        total = sum(similarity[i] for i in top)
+        share = sum(similarity[i] for i in top if holds(int(rows[i]))) / total if total > 0 else 0.0
+        return math.log(share + VOTE_FLOOR)
+
+    return np.array([[vote(h, r, subjects, lambda e, h=h, r=r, t=t: t in tails.get((e, r), ())),
+                      vote(t, r, objects, lambda e, h=h, r=r: h in heads.get((r, e), ()))]
+                     for h, r, t in triples.tolist()])
+
+
+def value_likeness(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
+    """How like the claimed value is to what is known of the head, by meaning (all-MiniLM-L6-v2 cosines of labels
+    and sentences): the closest of the head's stated values of the relation to the claimed one ("author" beside
+    "novelist", "Russian Empire" beside "Soviet Union"; -1 where the head states none), the claimed value against
+    the head's opening sentence, and the same less the mean over the relation's twenty commonest values (what the
+    sentence says of this value beyond what it says of any)."""
+    from verifier.memory.encoder import encode
+
+    entities = {pk: (label, description) for pk, label, description in
+                Entity.objects.filter(kg=kg).values_list("pk", "label", "description")}
+    passages: dict[int, str] = {}
+    for entity, text in Passage.objects.filter(kg=kg).order_by("pk").values_list("entity_id", "text"):
+        passages.setdefault(entity, text)
+    rows = sorted(entities)
+    position = {pk: i for i, pk in enumerate(rows)}
+    labels = encode([entities[pk][0] or "" for pk in rows])
+    openings = encode([opening_sentence(passages.get(pk) or entities[pk][1] or entities[pk][0] or "") for pk in rows])
+    stated = kg_triples(kg)
+    tails: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for h, r, t in stated.tolist():
+        tails[(h, r)].add(t)
+    common = {r: [t for t, _ in Counter(stated[stated[:, 1] == r][:, 2].tolist()).most_common(20)]
+              for r in set(triples[:, 1].tolist())}
+    out = []
+    for h, r, t in triples.tolist():
+        others = [position[v] for v in tails.get((h, r), ()) if v != t]
+        nearest = float((labels[others] @ labels[position[t]]).max()) if others else -1.0
+        said = float(openings[position[h]] @ labels[position[t]])
+        baseline = float((labels[[position[v] for v in common[r]]] @ openings[position[h]]).mean()) if common[r] else 0.0
+        out.append([nearest, said, said - baseline])
+    return np.array(out)
+
+
+def error_by_relation(p: np.ndarray, triples: np.ndarray, labels: np.ndarray, names: dict[int, str], rows: int = 12) -> None:
+    """Where the out-of-fold error is: per relation, its weight in a relation-matched draw (#true × #false, as the
+    benchmark draws pairs), the share of its true and of its false triples decided right, their mean, and the
+    relation's part of the relation-matched error."""
+    right: dict[int, tuple[list, list]] = defaultdict(lambda: ([], []))
+    for (_, relation, _), label, probability in zip(triples.tolist(), labels.tolist(), p.tolist(), strict=True):
+        right[relation][int(label)].append((probability >= 0.5) == bool(label))
+    pairs = {r: len(false) * len(true) for r, (false, true) in right.items() if false and true}
+    total = sum(pairs.values())
+    print(f"{'relation':36s} {'weight':>6s} {'true':>5s} {'false':>5s} {'true right':>10s} {'false right':>11s} "
+          f"{'mean':>5s} {'part of the error':>17s}")
+    for relation in sorted(pairs, key=lambda r: -pairs[r])[:rows]:
+        false, true = right[relation]
+        mean = (np.mean(true) + np.mean(false)) / 2
+        print(f"{names[relation][:36]:36s} {pairs[relation] / total:6.3f} {len(true):5d} {len(false):5d} {np.mean(true):10.3f} "
+              f"{np.mean(false):11.3f} {mean:5.3f} {pairs[relation] / total * (1 - mean):17.4f}")
+    error = sum(pairs[r] / total * (1 - (np.mean(right[r][1]) + np.mean(right[r][0])) / 2) for r in pairs)
+    print(f"{'all':36s} {1:6.3f} {'':5s} {'':5s} {'':10s} {'':11s} {1 - error:5.3f} {error:17.4f}", flush=True)
 
 
 def calibrated(x: np.ndarray, relations: list[str], labels: np.ndarray, folds: np.ndarray, fit=None) -> np.ndarray:
@@ -275,7 +372,10 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("reports/verdict-signals-probe.json"))
     parser.add_argument("--candidates", action="store_true",
                         help="also the rows of signals measured and not built in: value counts and degrees, the tail "
-                             "named in the head's opening sentence")
+                             "named in the head's opening sentence, the neighbours' vote by meaning, the claimed value's "
+                             "likeness to the head's stated values and opening sentence")
+    parser.add_argument("--by-relation", action="store_true",
+                        help="where the shipped calibration's out-of-fold error is, relation by relation")
     parser.add_argument("--fold-draws", type=int, default=1,
                         help="cross-validate each row over this many draws of the folds and report the spread and each "
                              "row's lift over the one above, paired by draw (a lift smaller than its spread is noise)")
@@ -302,9 +402,13 @@ def main() -> None:
         counts, opening = candidate_features(kg, triples)
         rows += [("… + value counts and degrees (candidate)", np.column_stack([both, counts]), fit_boosted_calibrator),
                  ("… + the tail in the head's opening (candidate)", np.column_stack([both, opening]), fit_boosted_calibrator),
-                 ("… + both (candidate)", np.column_stack([both, counts, opening]), fit_boosted_calibrator)]
+                 ("… + both (candidate)", np.column_stack([both, counts, opening]), fit_boosted_calibrator),
+                 ("… + the neighbours' vote by meaning (candidate)", np.column_stack([both, meaning_votes(kg, triples)]),
+                  fit_boosted_calibrator),
+                 ("… + the value's likeness to the head's (candidate)", np.column_stack([both, value_likeness(kg, triples)]),
+                  fit_boosted_calibrator)]
     draws = [folds] + [fold_assignment(relations, labels, seed=seed) for seed in range(1, args.fold_draws)]
-    shipped = len(rows) - 3 * args.candidates  # a candidate's lift is over all the shipped features
+    shipped = sum("(candidate)" not in name for name, _, _ in rows)  # a candidate's lift is over all the shipped features
     matched_by_row = []
     for k, (name, x, fit) in enumerate(rows):
         figures = [out_of_fold_metrics(calibrated(x, relations, labels, f, fit=fit), relations, labels) for f in draws]
@@ -315,6 +419,10 @@ def main() -> None:
             print(f"{'':58s} over {len(draws)} fold draws: matched {matched_by_row[-1].mean():.3f} ± {matched_by_row[-1].std():.3f}"
                   + ("" if against is None else lift_line(matched_by_row[-1] - against, "the row above" if k < shipped else
                                                           "the shipped features")), flush=True)
+    if args.by_relation:
+        print("out of fold, by relation (every shipped feature, boosted trees):")
+        error_by_relation(calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator), triples, labels,
+                    dict(Relation.objects.filter(kg=kg).values_list("pk", "label")))
     if args.probe_pairs:
         p_boosted = calibrated(both, relations, labels, folds, fit=fit_boosted_calibrator)
         chosen = matched_pairs(triples, labels, args.probe_pairs)
