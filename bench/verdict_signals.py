@@ -226,13 +226,13 @@ def value_likeness(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
 
 
 def error_by_relation(p: np.ndarray, triples: np.ndarray, labels: np.ndarray, names: dict[int, str], rows: int = 12) -> None:
-    """Where the out-of-fold error is: per relation, its weight in a relation-matched draw (#true × #false, as the
-    benchmark draws pairs), the share of its true and of its false triples decided right, their mean, and the
+    """Where the out-of-fold error is: per relation, its weight in a relation-matched draw (the min(#true, #false)
+    pairs it can form, as the benchmark draws them: verifier/evaluation/sampling.py), the share of its true and of its false triples decided right, their mean, and the
     relation's part of the relation-matched error."""
     right: dict[int, tuple[list, list]] = defaultdict(lambda: ([], []))
     for (_, relation, _), label, probability in zip(triples.tolist(), labels.tolist(), p.tolist(), strict=True):
         right[relation][int(label)].append((probability >= 0.5) == bool(label))
-    pairs = {r: len(false) * len(true) for r, (false, true) in right.items() if false and true}
+    pairs = {r: min(len(false), len(true)) for r, (false, true) in right.items() if false and true}
     total = sum(pairs.values())
     print(f"{'relation':36s} {'weight':>6s} {'true':>5s} {'false':>5s} {'true right':>10s} {'false right':>11s} "
           f"{'mean':>5s} {'part of the error':>17s}")
