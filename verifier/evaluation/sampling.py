@@ -129,8 +129,9 @@ def distinct(triples: Iterable[Triple]) -> list[Triple]:
 
 def relation_matched_pairs(positives: Sequence[Triple], negatives: Sequence[Triple], pairs: int,
                            rng: random.Random) -> list[tuple[Triple, Triple]]:
-    """Up to ``pairs`` (positive, negative) pairs sharing a relation, drawn uniformly from all such pairs,
-    so that the relation alone says nothing about the label."""
+    """Up to ``pairs`` (positive, negative) pairs sharing a relation, so that the relation alone says nothing about
+    the label: each relation's shuffled positives are matched one to one with its shuffled negatives (min(#true,
+    #false) pairs), and the pairs are drawn uniformly from all relations' together."""
     by_relation: dict[Hashable, tuple[list[Triple], list[Triple]]] = defaultdict(lambda: ([], []))
     for triple in distinct(positives):
         by_relation[triple[1]][0].append(triple)
