@@ -59,16 +59,18 @@ import django  # noqa: E402
 django.setup()
 
 import numpy as np  # noqa: E402
+from scipy import sparse  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from verifier.agent import prompts  # noqa: E402
 from verifier.agent.steps import Claim  # noqa: E402
 from verifier.agent.weighing import logit, probe_logit  # noqa: E402
+from verifier.memory.encoder import DIMENSIONS  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.dataset import kg_triples  # noqa: E402
-from verifier.structure.described import GENERIC_TAIL_WORDS, NEIGHBOURS, VOTE_FLOOR, content_words  # noqa: E402
+from verifier.structure.described import GENERIC_TAIL_WORDS, DescriptionIndex, content_words  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.scoring import EMBEDDING_FEATURES, RULES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
@@ -120,6 +122,16 @@ def opening_sentence(text: str) -> str:
     return text[:end.start()] if end else text
 
 
+def entity_texts(kg: KnowledgeGraph) -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
+    """Each entity's (label, description) and its first passage, by row id."""
+    entities = {pk: (label or "", description or "") for pk, label, description in
+                Entity.objects.filter(kg=kg).values_list("pk", "label", "description")}
+    passages: dict[int, str] = {}
+    for entity, text in Passage.objects.filter(kg=kg).order_by("pk").values_list("entity_id", "text"):
+        passages.setdefault(entity, text)
+    return entities, passages
+
+
 def candidate_features(kg: KnowledgeGraph, triples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two signals measured here and not built into the plausibility, for --candidates: (the log of how many
     other values the head has for the relation, other heads the tail has, and both entities' degrees; the share of
@@ -131,11 +143,7 @@ def candidate_features(kg: KnowledgeGraph, triples: np.ndarray) -> tuple[np.ndar
     counts = np.log1p(np.array([[values[(h, r)] - ((h, r, t) in known), holders[(r, t)] - ((h, r, t) in known),
                                  degree[h] - ((h, r, t) in known), degree[t] - ((h, r, t) in known)]
                                 for h, r, t in triples.tolist()], dtype=float))
-    entities = {pk: (label, description) for pk, label, description in
-                Entity.objects.filter(kg=kg).values_list("pk", "label", "description")}
-    passages: dict[int, str] = {}
-    for entity, text in Passage.objects.filter(kg=kg).order_by("pk").values_list("entity_id", "text"):
-        passages.setdefault(entity, text)
+    entities, passages = entity_texts(kg)
 
     def words(text: str) -> list[str]:
         return [FEMININE.get(w, w) for w in re.findall(r"[a-z]+", text.lower())]
@@ -143,53 +151,25 @@ def candidate_features(kg: KnowledgeGraph, triples: np.ndarray) -> tuple[np.ndar
     opening = []
     for h, _, t in triples.tolist():
         wanted = [FEMININE.get(w, w) for w in content_words(entities[t][0], GENERIC_TAIL_WORDS)]
-        said = set(words(opening_sentence(passages.get(h) or entities[h][1] or "")))
+        said = set(words(opening_sentence(passages.get(h) or entities[h][1])))
         opening.append(sum(w in said for w in wanted) / len(wanted) if wanted else 0.0)
     return counts, np.array(opening)
 
 
 def meaning_votes(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
-    """The description neighbours' vote (verifier/structure/described.py) with the passages' all-MiniLM-L6-v2
-    embeddings as the measure of likeness instead of TF-IDF: for each triple, the log of the similarity-weighted
-    share of the ten entities most like the head (of those with the relation) that hold the tail, and of the ten
-    most like the tail (of those the relation reaches) held by the head. An entity is never its own neighbour."""
-    vectors: dict[int, np.ndarray] = {}
+    """The description neighbours' vote (verifier/structure/described.py) with each entity's first passage's
+    all-MiniLM-L6-v2 embedding as the measure of likeness instead of TF-IDF: the index's own vote (ten neighbours,
+    never the entity itself), on other vectors."""
+    index = DescriptionIndex(kg.pk)
+    embeddings = np.zeros((len(index.rows), DIMENSIONS))
+    seen: set[int] = set()
     for entity, embedding in Passage.objects.filter(kg=kg, embedding__isnull=False).order_by("pk").values_list(
             "entity_id", "embedding"):
-        vectors.setdefault(entity, np.asarray(embedding, dtype=float))
-    stated = kg_triples(kg)
-    tails, heads = defaultdict(set), defaultdict(set)
-    subjects, objects = defaultdict(set), defaultdict(set)
-    for h, r, t in stated.tolist():
-        tails[(h, r)].add(t)
-        heads[(r, t)].add(h)
-        if h in vectors:
-            subjects[r].add(h)
-        if t in vectors:
-            objects[r].add(t)
-    pools = {}
-
-    def pool(relation: int, members: dict) -> tuple[np.ndarray, np.ndarray]:
-        if (relation, id(members)) not in pools:
-            rows = np.array(sorted(members.get(relation, ())), dtype=int)
-            matrix = np.array([vectors[e] for e in rows]) if len(rows) else np.zeros((0, 1))
-            pools[(relation, id(members))] = rows, matrix
-        return pools[(relation, id(members))]
-
-    def vote(anchor: int, relation: int, members: dict, holds) -> float:
-        rows, matrix = pool(relation, members)
-        if anchor not in vectors or not len(rows):
-            return math.log(VOTE_FLOOR)
-        similarity = matrix @ vectors[anchor]
-        similarity[rows == anchor] = -1.0
-        top = [i for i in np.argsort(-similarity, kind="stable")[:NEIGHBOURS] if similarity[i] > 0]
-        total = sum(similarity[i] for i in top)
-        share = sum(similarity[i] for i in top if holds(int(rows[i]))) / total if total > 0 else 0.0
-        return math.log(share + VOTE_FLOOR)
-
-    return np.array([[vote(h, r, subjects, lambda e, h=h, r=r, t=t: t in tails.get((e, r), ())),
-                      vote(t, r, objects, lambda e, h=h, r=r: h in heads.get((r, e), ()))]
-                     for h, r, t in triples.tolist()])
+        if entity not in seen:
+            seen.add(entity)
+            embeddings[index.position[entity]] = embedding
+    index.vectors = sparse.csr_matrix(embeddings)  # the index slices its pools from these on its first vote
+    return np.array([index.described(h, r, t).features()[:2] for h, r, t in triples.tolist()])
 
 
 def value_likeness(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
@@ -200,15 +180,11 @@ def value_likeness(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
     sentence says of this value beyond what it says of any)."""
     from verifier.memory.encoder import encode
 
-    entities = {pk: (label, description) for pk, label, description in
-                Entity.objects.filter(kg=kg).values_list("pk", "label", "description")}
-    passages: dict[int, str] = {}
-    for entity, text in Passage.objects.filter(kg=kg).order_by("pk").values_list("entity_id", "text"):
-        passages.setdefault(entity, text)
+    entities, passages = entity_texts(kg)
     rows = sorted(entities)
     position = {pk: i for i, pk in enumerate(rows)}
-    labels = encode([entities[pk][0] or "" for pk in rows])
-    openings = encode([opening_sentence(passages.get(pk) or entities[pk][1] or entities[pk][0] or "") for pk in rows])
+    labels = encode([entities[pk][0] for pk in rows])
+    openings = encode([opening_sentence(passages.get(pk) or entities[pk][1] or entities[pk][0]) for pk in rows])
     stated = kg_triples(kg)
     tails: dict[tuple[int, int], set[int]] = defaultdict(set)
     for h, r, t in stated.tolist():
