@@ -55,6 +55,9 @@ DATABASES["default"]["OPTIONS"]["options"] = " ".join(
 
 # KG data and models.
 KGV_DATA_DIR = Path(env_str("KGV_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
+# Uploaded KG files wait here for the training worker that onboards them: a folder the web server and the training
+# workers share (the same machine, or a shared volume).
+KGV_UPLOAD_DIR = Path(env_str("KGV_UPLOAD_DIR", str(BASE_DIR / ".uploads")))
 KGV_CACHE_DIR = Path(env_str("KGV_CACHE_DIR", str(BASE_DIR / ".cache")))
 KGV_EMBED_BATCH_SIZE = env_int("KGV_EMBED_BATCH_SIZE", 64, minimum=1)
 
@@ -213,7 +216,24 @@ CELERY_TASK_SOFT_TIME_LIMIT = KGV_RUN_TIME_LIMIT
 CELERY_TASK_TIME_LIMIT = KGV_RUN_TIME_LIMIT + 120
 KGV_TRAINING_TIME_LIMIT = env_int("KGV_TRAINING_TIME_LIMIT", 3 * 3600)  # a structural model's training task
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": max(KGV_RUN_TIME_LIMIT, KGV_TRAINING_TIME_LIMIT) + 600}
-# Celery beat (the demo's worker runs it with -B): runs whose worker stopped heartbeating are failed.
+# Each kind of work has its queue and its own workers (verifier/queueing.py), so an hour of training never holds
+# a one-second verification: `make demo` starts one worker per queue; a deployment scales each on its machines.
+KGV_QUEUES = ("verification", "training", "audit", "housekeeping")
+CELERY_TASK_DEFAULT_QUEUE = "housekeeping"
+CELERY_TASK_ROUTES = {
+    "verifier.run_verification": {"queue": "verification"},
+    "verifier.verify_claim": {"queue": "verification"},
+    "verifier.train_structural_model": {"queue": "training"},
+    "verifier.onboard_kg": {"queue": "training"},
+    "verifier.prepare_audit": {"queue": "audit"},
+    "verifier.audit_chunk": {"queue": "audit"},
+    "verifier.reassess_confidence": {"queue": "housekeeping"},
+    "verifier.drive_evaluation": {"queue": "housekeeping"},
+    "verifier.deliver_webhook": {"queue": "housekeeping"},
+    "verifier.sweep_stalled_runs": {"queue": "housekeeping"},
+    "verifier.deliver_due_webhooks": {"queue": "housekeeping"},
+}
+# Celery beat (the housekeeping worker runs it with -B): runs whose worker stopped heartbeating are failed.
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-runs": {"task": "verifier.sweep_stalled_runs", "schedule": 60.0},
     "deliver-due-webhooks": {"task": "verifier.deliver_due_webhooks", "schedule": 30.0},  # retries (verifier/webhooks.py)

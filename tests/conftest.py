@@ -76,12 +76,13 @@ def app_env(scripted_model):
 
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, app_env):
-    """The session's real Celery worker (a separate process, 4 threads) on the embedded Redis broker's default
-    queue and the test database, answering runs with the scripted model; its hostname is yielded. Tasks it
+    """The session's real Celery worker (a separate process, 4 threads) on every queue of the embedded Redis broker
+    and the test database, answering runs with the scripted model; its hostname is yielded. Tasks it
     runs see only committed rows (use transactional tests)."""
     from kgv_web.celery import app
     from tests.workers import celery_worker
 
     app.control.purge()  # tasks left queued by earlier sessions name runs of a database that is gone
-    with django_db_blocker.unblock(), celery_worker(pool="threads", concurrency=4, queue="celery", env=app_env) as worker:
+    with django_db_blocker.unblock(), celery_worker(pool="threads", concurrency=4, queue=",".join(settings.KGV_QUEUES),
+                                                     env=app_env) as worker:
         yield worker.hostname

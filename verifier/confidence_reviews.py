@@ -22,8 +22,8 @@ from django.db.models import Q
 from verifier import confidence
 from verifier.evaluation import metrics
 from verifier.models import ConfidenceModel, KnowledgeGraph, Run
+from verifier.queueing import REASSESS_CONFIDENCE, enqueue
 from verifier.services import record_audit
-from verifier.tasks import reassess_confidence
 
 MIN_RUNS = 20  # what confidence.fit needs, with true and false triples among them
 CANDIDATES_SHOWN = 5
@@ -112,4 +112,4 @@ def _change(model: ConfidenceModel, actor, action: str, change) -> None:
         after = confidence.active_model(model.kg_id)
         record_audit(actor=actor, action=action, obj=model, before={"in_force": before.pk if before else None},
                      after={"in_force": after.pk if after else None})
-        transaction.on_commit(lambda: reassess_confidence.delay(model.kg_id))
+        enqueue(REASSESS_CONFIDENCE, model.kg_id)

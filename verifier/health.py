@@ -1,6 +1,6 @@
-"""Health of the services KGV depends on: database, pgvector, Redis, Celery workers and the model endpoint, the
-depth of the run queue, and the state of each local KG's structural model (its training job can die with its
-worker; nothing else would say so)."""
+"""Health of the services KGV depends on: database, pgvector, Redis, the Celery workers of each queue and the
+model endpoint, the runs waiting and why, and the state of each local KG's structural model (its training job can
+die with its worker; nothing else would say so)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,14 @@ from django.db.models import Count
 
 from kgv_web.celery import app as celery_app
 from verifier.models import Run
+from verifier.queueing import RUN_VERIFICATION, queue_of
 from verifier.selectors import structural_statuses
 from verifier.wiring import llm_endpoint
 
 MODEL_TIMEOUT_SECONDS = 3
+INSPECT_TIMEOUT_SECONDS = 1.0
 STATUS_CACHE_KEY, STATUS_CACHE_SECONDS = "workbench-status:model", 15
+WORKERS_CACHE_KEY = "workbench-status:workers"
 
 
 @dataclass
@@ -63,10 +66,40 @@ def _redis() -> tuple[bool, str]:
         client.close()
 
 
+@dataclass
+class QueueWorkers:
+    workers: int  # workers consuming the queue
+    slots: int  # tasks they can run at once
+    busy: int  # tasks they are running
+
+
+def queue_workers() -> dict[str, QueueWorkers]:
+    """Per queue of KGV_QUEUES: the workers consuming it, their slots and how many are busy (what the workers answer
+    within INSPECT_TIMEOUT_SECONDS; a worker that does not answer counts for nothing)."""
+    names = [name for reply in (celery_app.control.ping(timeout=INSPECT_TIMEOUT_SECONDS) or []) for name in reply]
+    out = {queue: QueueWorkers(0, 0, 0) for queue in settings.KGV_QUEUES}
+    if not names:
+        return out
+    inspector = celery_app.control.inspect(destination=names, timeout=INSPECT_TIMEOUT_SECONDS, limit=len(names))
+    queues, stats, active = inspector.active_queues() or {}, inspector.stats() or {}, inspector.active() or {}
+    for worker, consumed in queues.items():
+        slots = int(((stats.get(worker) or {}).get("pool") or {}).get("max-concurrency") or 1)
+        running = active.get(worker) or []
+        for queue in {q.get("name") for q in consumed} & set(out):
+            entry = out[queue]
+            entry.workers += 1
+            entry.slots += slots
+            entry.busy += sum(1 for task in running if (task.get("delivery_info") or {}).get("routing_key") == queue)
+    return out
+
+
 def _workers() -> tuple[bool, str]:
-    replies = celery_app.control.ping(timeout=1.0) or []
-    names = sorted(name for reply in replies for name in reply)
-    return (True, f"{len(names)} worker(s): {', '.join(names)}") if names else (False, "no Celery worker answered")
+    """Each queue's workers; unhealthy when a queue has none (its work would wait for ever)."""
+    by_queue = queue_workers()
+    missing = [queue for queue, workers in by_queue.items() if not workers.workers]
+    text = "; ".join(f"{queue}: {w.workers} worker(s), {w.busy} of {w.slots} slot(s) busy" if w.workers
+                     else f"{queue}: no worker" for queue, w in by_queue.items())
+    return not missing, text
 
 
 def _model_state() -> tuple[str, str]:
@@ -79,12 +112,9 @@ def _model_state() -> tuple[str, str]:
     try:
         response = requests.get(base_url.rstrip("/") + "/models", timeout=MODEL_TIMEOUT_SECONDS,
                                 headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
-    except requests.ReadTimeout:
-        running = _queue_depth()[1]
-        if not running:
-            raise
+    except requests.ReadTimeout:  # it took the connection: computing (a model serving one call at a time), not down
         return "busy", (f"{model} at {base_url} is busy: connected, but no answer to GET /models within "
-                        f"{MODEL_TIMEOUT_SECONDS} s while {running} run(s) are being investigated")
+                        f"{MODEL_TIMEOUT_SECONDS} s while it computes")
     if not response.ok:
         return "down", f"{base_url} answered {response.status_code} to GET /models"
     served = [str(item.get("id")) for item in (response.json().get("data") or []) if isinstance(item, dict)]
@@ -103,10 +133,30 @@ def _queue_depth() -> tuple[int, int]:
     return counts.get(Run.Status.QUEUED, 0), counts.get(Run.Status.RUNNING, 0)
 
 
+def waiting_reason(queued: int, workers: QueueWorkers | None) -> str:
+    """Why queued runs wait, in a curator's words ("" when none waits)."""
+    if not queued:
+        return ""
+    awaiting = Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=False).count()
+    parts = []
+    if awaiting:
+        parts.append(f"{awaiting} wait for their KG's first structural model to finish training")
+    rest = queued - awaiting
+    if rest and workers is not None:
+        if not workers.workers:
+            parts.append(f"{rest} wait because no verification worker is running")
+        elif workers.busy >= workers.slots:
+            parts.append(f"{rest} wait for one of the {workers.slots} verification slot(s), all busy")
+        else:
+            parts.append(f"{rest} are being handed to a verification worker")
+    return "; ".join(parts)
+
+
 def _queue() -> tuple[bool, str]:
-    """How many runs wait for a worker and how many are being investigated (information, never unhealthy)."""
+    """How many runs wait and why, and how many are being investigated (information, never unhealthy)."""
     queued, running = _queue_depth()
-    return True, f"{queued} run(s) queued, {running} running"
+    why = waiting_reason(queued, queue_workers()[queue_of(RUN_VERIFICATION)])
+    return True, f"{queued} run(s) queued, {running} running" + (f": {why}" if why else "")
 
 
 def _structural_models() -> tuple[bool, str]:
@@ -149,7 +199,23 @@ def workbench_status() -> dict:
         with contextlib.suppress(redis.RedisError):
             cache.set(STATUS_CACHE_KEY, model, STATUS_CACHE_SECONDS)
     queued, running = _queue_depth()
-    return {"model": model, "queued": queued, "running": running}
+    return {"model": model, "queued": queued, "running": running, "waiting": waiting_reason(queued, _cached_verification_workers())}
+
+
+def _cached_verification_workers() -> QueueWorkers | None:
+    """The verification queue's workers, asked at most every STATUS_CACHE_SECONDS (every open page polls)."""
+    try:
+        cached = cache.get(WORKERS_CACHE_KEY)
+    except redis.RedisError:
+        cached = None
+    if cached is None:
+        try:
+            cached = asdict(queue_workers()[queue_of(RUN_VERIFICATION)])
+        except Exception:  # noqa: BLE001 — the broker is down: the administrators' report says so
+            return None
+        with contextlib.suppress(redis.RedisError):
+            cache.set(WORKERS_CACHE_KEY, cached, STATUS_CACHE_SECONDS)
+    return QueueWorkers(**cached)
 
 
 def liveness() -> dict:

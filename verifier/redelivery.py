@@ -21,9 +21,11 @@ import logging
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from verifier.models import Run, StructuralModel
+from verifier.queueing import RUN_VERIFICATION, send_now
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ def runs_in_broker() -> set[int] | None:
             return None
         channel = connection.default_channel
         client = channel.client
-        queues = {app.conf.task_default_queue}
+        queues = {app.conf.task_default_queue, *settings.KGV_QUEUES}
         for key in client.scan_iter(match="_kombu.binding.*"):
             queues.update(member.decode().split(_BINDING_SEPARATOR)[-1] for member in client.smembers(key))
         messages = [json.loads(raw) for queue in queues for raw in client.lrange(queue, 0, -1)]
@@ -73,8 +75,6 @@ def _waiting(cutoff) -> set[int]:
 
 def redeliver_lost_runs() -> list[int]:
     """Send again the message of every queued run found nowhere in the broker (see the module docstring)."""
-    from verifier.tasks import run_verification  # tasks imports this module: resolved when dispatched
-
     cutoff = timezone.now() - timedelta(seconds=QUEUED_GRACE_SECONDS)
     waiting = _waiting(cutoff)
     if not waiting:
@@ -88,7 +88,7 @@ def redeliver_lost_runs() -> list[int]:
         time.sleep(1)
         lost = (lost & _waiting(cutoff)) - (runs_in_broker() or set())
     for run_id in sorted(lost):
-        run_verification.delay(run_id)
+        send_now(RUN_VERIFICATION, run_id)
     if lost:
         logger.warning("sent again the lost message of %d queued run(s): %s", len(lost), sorted(lost))
     return sorted(lost)

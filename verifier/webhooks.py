@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from verifier.models import MemoryEntry, Review, Run
 from verifier.models.webhooks import Webhook, WebhookDelivery
+from verifier.queueing import DELIVER_WEBHOOK, enqueue
 from verifier.retrying import retry_after
 
 logger = logging.getLogger(__name__)
@@ -90,10 +91,8 @@ def emit(event: str, key: str, data: dict) -> list[WebhookDelivery]:
         if new:
             created.append(delivery)
     if created:
-        from verifier.tasks import deliver_webhook  # tasks imports this module: resolved when dispatched
-
-        ids = [delivery.pk for delivery in created]
-        transaction.on_commit(lambda: [deliver_webhook.delay(pk) for pk in ids])
+        for delivery in created:
+            enqueue(DELIVER_WEBHOOK, delivery.pk)
     return created
 
 

@@ -1,5 +1,6 @@
 // The top bar's service line (templates/base.html): whether the model the runs call answers (or is busy with
-// runs) and how many runs are queued and running, from /health/status/, refreshed every 30 s and whenever the tab comes back.
+// runs), how many runs are queued and running and why the queued ones wait, from /health/status/, refreshed
+// every 30 s and whenever the tab comes back.
 (function () {
   "use strict";
 
@@ -19,7 +20,7 @@
       const response = await fetch(line.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
       if (!response.ok) throw new Error(`status ${response.status}`);
       const status = await response.json();
-      const depth = `${status.queued} queued · ${status.running} running`;
+      const depth = `${status.queued} queued · ${status.running} running` + (status.waiting ? ` (${status.waiting})` : "");
       if (status.model.state === "busy") {
         show("busy", `model ${status.model.name} busy`, depth,
              `The model ${status.model.name} is computing runs and answers nothing else until it is done; ${depth}.`);

@@ -16,9 +16,9 @@ from verifier.claims.verdict import OPEN, REFUTED, SUPPORTED, ClaimDecision, Cla
 from verifier.errors import ApplicationError
 from verifier.models import Claim, ClaimPart, ClaimReview, KnowledgeGraph, Run, SupportItem, VerificationTask
 from verifier.queue_filters import is_evaluation
+from verifier.queueing import VERIFY_CLAIM, enqueue
 from verifier.selectors import standing_runs, tasks_in_flight
 from verifier.services import record_audit, start_runs
-from verifier.tasks import verify_claim
 from verifier.wiring import build_llm
 
 
@@ -51,7 +51,7 @@ def submit_claims(*, kg: KnowledgeGraph, read: ReadClaims, actor=None, source: s
 
 def queue_claim(claim: Claim) -> None:
     """A worker decomposes the claim and starts its parts' runs once the transaction commits."""
-    transaction.on_commit(lambda: verify_claim.delay(claim.pk))
+    enqueue(VERIFY_CLAIM, claim.pk)
 
 
 def verify_claim_now(claim_id: int, *, llm: LLM | None = None) -> Claim:

@@ -10,8 +10,8 @@ from django.db import transaction
 from verifier.evaluation import runner
 from verifier.evaluation.datasets import BenchmarkError, available_benchmarks
 from verifier.models import Evaluation
+from verifier.queueing import DRIVE_EVALUATION, enqueue
 from verifier.services import record_audit
-from verifier.tasks import drive_evaluation
 
 MAX_TRIPLES = 2000  # one evaluation handed to the worker; larger ones are drawn with manage.py evaluate
 START_ERRORS = (runner.EvaluationError, BenchmarkError, ValueError)  # what a refused start raises, with its reason
@@ -66,5 +66,5 @@ def _hand_to_worker(evaluation: Evaluation, *, actor, action: str) -> None:
     with transaction.atomic():
         Evaluation.objects.filter(pk=evaluation.pk).update(worker_driver=driver)
         record_audit(actor=actor, action=action, obj=evaluation)
-        transaction.on_commit(lambda: drive_evaluation.apply_async((evaluation.pk,), task_id=driver))
+        enqueue(DRIVE_EVALUATION, evaluation.pk, task_id=driver)
     evaluation.refresh_from_db()

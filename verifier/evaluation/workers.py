@@ -22,6 +22,7 @@ from django.conf import settings
 
 from kgv_web.celery import app
 from verifier.errors import ApplicationError
+from verifier.queueing import RUN_VERIFICATION, queue_of
 
 START_TIMEOUT_SECONDS = 90.0
 STOP_GRACE_SECONDS = 10.0
@@ -34,8 +35,13 @@ class WorkerUnfit(ApplicationError):
 
 
 def live_workers(timeout: float = 1.0) -> list[str]:
-    replies = app.control.ping(timeout=timeout) or []
-    return sorted(name for reply in replies for name in reply)
+    """The running workers that take runs (consume the verification queue)."""
+    names = [name for reply in (app.control.ping(timeout=timeout) or []) for name in reply]
+    if not names:
+        return []
+    queues = app.control.inspect(destination=names, timeout=timeout, limit=len(names)).active_queues() or {}
+    wanted = queue_of(RUN_VERIFICATION)
+    return sorted(name for name, consumed in queues.items() if any(q.get("name") == wanted for q in consumed))
 
 
 def _run_id(request: dict) -> int | None:
@@ -95,7 +101,7 @@ def _workers(concurrency: int, log, needs_model: bool) -> Iterator[str]:
         provide_local_llm()
     hostname = f"{'kgv-eval-' if needs_model else NO_MODEL_PREFIX}{os.getpid()}@localhost"
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "threads",
+        [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", "threads", "-Q", queue_of(RUN_VERIFICATION),
          "--concurrency", str(concurrency), "--hostname", hostname, "--loglevel", "WARNING"],
         cwd=settings.BASE_DIR, env={**os.environ},
     )

@@ -1,8 +1,8 @@
 """``manage.py demo`` — the whole product on one machine: migrate, load CoDEx-S (with FB15k-237 as its reference KG,
 verifier/structure/reference.py; FB15k-237's own structural model is trained on request), queue a sample of its
-validation triples (first start), create a demo login, run the web server and a Celery worker until Ctrl-C,
-then stop everything this command started (including the embedded PostgreSQL and Redis, when it was the one
-to start them)."""
+validation triples (first start), create a demo login, run the web server and one Celery worker per queue
+(verifier/queueing.py) until Ctrl-C, then stop everything this command started (including the embedded
+PostgreSQL and Redis, when it was the one to start them)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,25 @@ DEMO_SAMPLE = 20  # flagged triples queued on the first start
 DEMO_USERS = {DEMO_USERNAME: ADMIN, "reviewer": REVIEWER, "curator": CURATOR, "viewer": VIEWER}
 
 
+def worker_commands(celery: Path, concurrency: int, schedule: Path) -> list[tuple[list[str], object]]:
+    """One worker per queue (verifier/queueing.py), each with how it starts: verification takes ``concurrency`` runs at
+    once; training and the audit one job each, at a lower CPU priority so that runs beside them keep their pace (a
+    training uses every core it is given); housekeeping also runs Celery beat (-B), which sweeps stalled runs and
+    audits and retries webhook deliveries."""
+
+    def worker(queue: str, slots: int, *extra: str) -> list[str]:
+        return [str(celery), "-A", "kgv_web", "worker", "--loglevel", "INFO", "-Q", queue, "--concurrency", str(slots),
+                "--hostname", f"kgv-{queue}@%h", *extra]
+
+    def lower_priority() -> None:
+        os.nice(10)
+
+    return [(worker("verification", concurrency), None),
+            (worker("training", 1), lower_priority),
+            (worker("audit", 1), lower_priority),
+            (worker("housekeeping", 1, "-B", "--schedule", str(schedule)), None)]
+
+
 def _port_free(host: str, port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex((host, port)) != 0
@@ -47,7 +66,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes")
+        parser.add_argument("--concurrency", type=int, default=2, help="verification worker processes")
         parser.add_argument("--no-serve", action="store_true", help="prepare everything, then exit")
 
     def handle(self, *args, **options):
@@ -124,21 +143,11 @@ class Command(BaseCommand):
         started = provide_local_llm()  # the embedded model, unless LLM_BASE_URL points elsewhere
         self.stdout.write(f"LLM endpoint: {os.environ.get('LLM_BASE_URL')} (model {os.environ.get('LLM_MODEL')})"
                           + (" — embedded, started by this command" if started else ""))
-        python = sys.executable
-        bin_dir = Path(python).parent
-        children = [
-            subprocess.Popen(
-                [str(bin_dir / "daphne"), "-b", host, "-p", str(port), "kgv_web.asgi:application"],
-                cwd=settings.BASE_DIR,
-            ),
-            subprocess.Popen(
-                [str(bin_dir / "celery"), "-A", "kgv_web", "worker", "--loglevel", "INFO",
-                 "--concurrency", str(concurrency), "--hostname", "kgv-demo@%h",
-                 # -B: the worker also runs Celery beat, which sweeps runs whose worker stopped (settings)
-                 "-B", "--schedule", str(embedded_dir() / "celerybeat-schedule")],
-                cwd=settings.BASE_DIR,
-            ),
-        ]
+        bin_dir = Path(sys.executable).parent
+        children = [subprocess.Popen([str(bin_dir / "daphne"), "-b", host, "-p", str(port), "kgv_web.asgi:application"],
+                                     cwd=settings.BASE_DIR)]
+        children += [subprocess.Popen(command, cwd=settings.BASE_DIR, preexec_fn=niceness) for command, niceness in
+                     worker_commands(bin_dir / "celery", concurrency, embedded_dir() / "celerybeat-schedule")]
         stopping = False
 
         def stop(*_):
@@ -160,7 +169,7 @@ class Command(BaseCommand):
             if not stopping:
                 raise CommandError("a KGV process exited unexpectedly; see the output above")
         finally:
-            self.stdout.write("Stopping the web server and the worker…")
+            self.stdout.write("Stopping the web server and the workers…")
             for child in children:
                 if child.poll() is None:
                     child.terminate()
