@@ -445,6 +445,26 @@ def seeded_line(model: ConfidenceModel) -> str:
     return f"Verdict confidence{f' for {model.kg.name}' if model.kg else ''}: {model.source}."
 
 
+STRUCTURAL_ALONE = "the KG's own structural calibration, fitted without labels"
+
+
+def structural_weighing(kg: KnowledgeGraph, calibration: dict) -> ConfidenceModel | None:
+    """A KG's own weighing before anything about it is labelled: its verdicts weighed by its structural probability
+    alone (calibrated on its own facts against corruptions of them), nothing else — a model's answer, fitted on no
+    labelled run of this KG, gets no weight. Put in force unless the KG has a confidence model of its own already
+    (one fitted on its labelled runs stays). ``calibration``: the structural calibration's metrics, kept as its own."""
+    if ConfidenceModel.objects.filter(kg=kg).exclude(source=STRUCTURAL_ALONE).exists():
+        return None
+    coefficients = [1.0 if name == "structural_logit" else 0.0 for name in FEATURES]
+    with transaction.atomic():
+        model = ConfidenceModel.objects.create(
+            kg=kg, features=FEATURES, coefficients=coefficients, intercept=0.0, source=STRUCTURAL_ALONE, active=False,
+            metrics={"n": calibration.get("n"), "cross_validated_ece": calibration.get("cross_validated_ece"),
+                     "cross_validated_accuracy": calibration.get("cross_validated_accuracy"), "label_free": True})
+        put_in_force(model)
+    return model
+
+
 def seed_kg_model(kg: KnowledgeGraph) -> ConfidenceModel | None:
     """Activate the model shipped for this KG (verifier/data/confidence_model.<KG name>.json) unless the KG has
     a confidence model of its own already (in force or stood down by a curator)."""

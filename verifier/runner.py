@@ -110,8 +110,8 @@ def _persist(run: Run, seq: int, step: AgentStep) -> Step | None:
 
 def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step], None] | None = None,
                 await_structure: bool = True) -> Run:
-    """Run the investigation of ``run_id`` to its end (see the module docstring). A run whose structural
-    evidence is being trained does not start: it stays queued, ``awaiting_model`` names the training, and the
+    """Run the investigation of ``run_id`` to its end (see the module docstring). A run on a KG whose first structural
+    model is being trained does not start: it stays queued, ``awaiting_model`` names the training, and the
     training's end sends it again (``await_structure=False``: start regardless; the caller waited itself)."""
     with transaction.atomic():
         # of=("self",): lock the run row only. A plain FOR UPDATE also locks every joined row, and all runs of a
@@ -149,22 +149,7 @@ def _training_to_await(run: Run):
             return None
     except ValueError:
         return None
-    task = run.task
-    return training_to_await(task.kg, (task.head_id, task.relation_id, task.tail_id), since=run.created_at)
-
-
-def release_awaiting(model_id: int) -> list[int]:
-    """Send again every queued run that waited for this training, now ended however it ended: each checks
-    afresh whether there is still something to wait for. Returns their ids."""
-    from verifier.tasks import run_verification  # tasks imports this module: resolved when dispatched
-
-    with transaction.atomic():
-        released = list(Run.objects.select_for_update().filter(status=Run.Status.QUEUED, awaiting_model_id=model_id)
-                        .values_list("pk", flat=True))
-        Run.objects.filter(pk__in=released).update(awaiting_model=None)
-        for run_id in released:
-            transaction.on_commit(lambda run_id=run_id: run_verification.delay(run_id))
-    return released
+    return training_to_await(run.task.kg, since=run.created_at)
 
 
 def _investigate(run: Run, llm: LLM | None, on_step) -> Run:

@@ -58,8 +58,8 @@ def tasks_in_flight(tasks) -> set[int]:
     return set(Run.objects.filter(task__in=tasks).in_flight().values_list("task_id", flat=True))
 
 
-# Everything but the weights and the calibration maps, which can be megabytes a row and nobody here reads.
-HEAVY_FIELDS = ("weights", "calibration")
+# Everything but the calibration maps, which can be megabytes a row and nobody here reads.
+HEAVY_FIELDS = ("calibration",)
 IN_FLIGHT = (StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING)
 
 

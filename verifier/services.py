@@ -26,16 +26,17 @@ from verifier.models import (
     Run,
     SavedView,
     StructuralModel,
+    Triple,
     Verdict,
     VerificationTask,
     Webhook,
 )
 from verifier.models.memory import UNREVIEWED
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
+from verifier.queueing import RUN_VERIFICATION, enqueue
 from verifier.realtime.publish import publish_run_status
 from verifier.selectors import structural_statuses
-from verifier.structure.training import request_training, retrain_if_learnt
-from verifier.tasks import run_verification
+from verifier.structure.training import request_training
 
 
 def record_audit(*, actor, action: str, obj, before: dict | None = None, after: dict | None = None) -> AuditEvent:
@@ -55,7 +56,7 @@ class TaskImportReport:
     already_queued: int
     lines: int
     skipped: list = field(default_factory=list)  # the bad rows (kg.sources.Problem) left out by skip_invalid
-    learnt: int = 0  # triples the ready structural model was trained with: their runs wait for a model without them
+    stated: int = 0  # triples the KG states (each scored by the network that never learnt it)
     task_ids: list[int] = field(default_factory=list)  # the tasks queued now (new, or moved from an evaluation)
 
 
@@ -120,10 +121,29 @@ def _queue(kg: KnowledgeGraph, tasks: list[VerificationTask], *, actor, audit: d
         queued = list(VerificationTask.objects.filter(kg=kg, pk__gt=newest, source__in={t.source for t in tasks})
                       .values_list("pk", flat=True))  # the triples not already queued: bulk_create skipped the others
         queued += _adopt_evaluation_tasks(kg, tasks)
-        learnt = retrain_if_learnt(kg, [(t.head_id, t.relation_id, t.tail_id) for t in tasks])
+        stated = _stated(kg, tasks)
         record_audit(actor=actor, action="tasks.import", obj=kg, after={**audit, "created": len(queued)})
-    return TaskImportReport(created=len(queued), already_queued=len(tasks) - len(queued), lines=len(tasks), learnt=learnt,
+    return TaskImportReport(created=len(queued), already_queued=len(tasks) - len(queued), lines=len(tasks), stated=stated,
                             task_ids=queued)
+
+
+def release_awaiting(model_id: int) -> list[int]:
+    """Send again every queued run that waited for this training, now ended however it ended: each checks afresh
+    whether there is still something to wait for. Returns their ids."""
+    with transaction.atomic():
+        released = list(Run.objects.select_for_update().filter(status=Run.Status.QUEUED, awaiting_model_id=model_id)
+                        .values_list("pk", flat=True))
+        Run.objects.filter(pk__in=released).update(awaiting_model=None)
+        for run_id in released:
+            enqueue(RUN_VERIFICATION, run_id)
+    return released
+
+
+def _stated(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> int:
+    """How many of the tasks' triples the KG states."""
+    wanted = {(t.head_id, t.relation_id, t.tail_id) for t in tasks}
+    return sum(1 for triple in Triple.objects.filter(kg=kg, head_id__in={h for h, _, _ in wanted})
+               .values_list("head_id", "relation_id", "tail_id") if triple in wanted)
 
 
 MAX_BULK = 1000  # the most tasks or memories one bulk action takes (the queue's, the bank's, the API's)
@@ -148,7 +168,7 @@ def start_run(*, task: VerificationTask, config: dict | None = None, actor=None,
         run = Run.objects.create(task=task, config=requested, created_by=actor if getattr(actor, "is_authenticated", False) else None)
         record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": requested})
         if queue:
-            transaction.on_commit(lambda: run_verification.delay(run.pk))
+            enqueue(RUN_VERIFICATION, run.pk)
     return run
 
 

@@ -1,4 +1,5 @@
-"""Celery tasks: thin wrappers loading by id and calling a service."""
+"""Celery tasks: thin wrappers loading by id and calling a service. The worker's entry point: it imports
+downward and nothing imports it (callers enqueue a task by its name, verifier/queueing.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from celery import shared_task
 from django.conf import settings
 
 from verifier import confidence
-from verifier.models import Evaluation, Run, StructuralModel
+from verifier.claims.service import verify_claim_now
+from verifier.evaluation import runner as evaluation_runner
+from verifier.kg_audit import service as kg_audit
+from verifier.models import Evaluation, Onboarding, Run, StructuralModel
+from verifier.onboarding import run as run_onboarding
 from verifier.redelivery import redeliver_lost_runs
 from verifier.runner import execute_run, sweep_stalled_runs
-from verifier.structure.training import cut_short_warning, train
+from verifier.services import release_awaiting
+from verifier.structure.training import TrainingError, cut_short_warning, train
 from verifier.webhooks import deliver, deliver_due
 
 logger = logging.getLogger(__name__)
@@ -30,7 +36,12 @@ def train_structural_model(model_id: int) -> str:
     row = StructuralModel.objects.select_related("kg").filter(pk=model_id).first()
     if row is None or row.status in (StructuralModel.Status.READY, StructuralModel.Status.SUPERSEDED):
         return row.status if row else "missing"
-    trained = train(row.kg, row=row)
+    try:
+        trained = train(row.kg, row=row)
+    except TrainingError:
+        return StructuralModel.Status.FAILED
+    finally:
+        release_awaiting(model_id)  # the runs that waited for it start, however it ended
     if warning := cut_short_warning(trained):
         logger.warning(warning)
     return trained.status
@@ -47,8 +58,7 @@ def drive_evaluation(self, evaluation_id: int) -> str:
     """Drive an evaluation started or resumed from the workbench to its end: this task starts its runs, which the
     other worker processes take, and waits for them; one at a time (another waits its turn). Re-delivery after a
     lost worker resumes it."""
-    from verifier.evaluation import runner  # it imports the services, which import this module
-
+    runner = evaluation_runner
     with runner.worker_driver_turn() as turn:
         if not turn:
             raise self.retry(countdown=runner.WORKER_DRIVER_WAIT_SECONDS, max_retries=None)
@@ -69,12 +79,30 @@ def drive_evaluation(self, evaluation_id: int) -> str:
 @shared_task(name="verifier.sweep_stalled_runs", ignore_result=True)
 def sweep_stalled() -> int:
     """Fail runs whose worker stopped heartbeating, send again the lost message of runs queued with none in the
-    broker, and mark interrupted the evaluations whose driver is gone (scheduled by Celery beat; see
-    CELERY_BEAT_SCHEDULE)."""
+    broker, mark interrupted the evaluations whose driver is gone and send again the chunks of KG audits whose
+    workers stopped (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
+    return (len(sweep_stalled_runs()) + len(redeliver_lost_runs()) + len(evaluation_runner.sweep_abandoned())
+            + len(kg_audit.resume_stale()))
 
-    from verifier.evaluation.runner import sweep_abandoned  # it imports the services, which import this module
 
-    return len(sweep_stalled_runs()) + len(redeliver_lost_runs()) + len(sweep_abandoned())
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.onboard_kg",
+             soft_time_limit=settings.KGV_TRAINING_TIME_LIMIT, time_limit=settings.KGV_TRAINING_TIME_LIMIT + 120)
+def onboard_kg(onboarding_id: int) -> str:
+    """Take an uploaded KG from its file to calibrated verdicts (verifier/onboarding.py)."""
+    onboarding = Onboarding.objects.filter(pk=onboarding_id).first()
+    return run_onboarding(onboarding).status if onboarding else "missing"
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.prepare_audit")
+def prepare_audit(audit_id: int) -> str:
+    """Fit a KG audit's scorer and send its chunks to the audit workers."""
+    return kg_audit.prepare(audit_id).status
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.audit_chunk")
+def audit_chunk(audit_id: int, index: int) -> bool:
+    """Score one chunk of a KG audit (the last one finishes it). Re-delivery scores it again only if it is not done."""
+    return kg_audit.score_chunk(audit_id, index)
 
 
 @shared_task(name="verifier.deliver_webhook", ignore_result=True)
@@ -92,6 +120,4 @@ def deliver_due_webhooks() -> int:
 @shared_task(acks_late=True, reject_on_worker_lost=True, name="verifier.verify_claim")
 def verify_claim(claim_id: int) -> str:
     """Decompose a claim and queue its parts' runs."""
-    from verifier.claims.service import verify_claim_now  # it imports this module: resolved when run
-
     return verify_claim_now(claim_id).status

@@ -97,8 +97,8 @@ class ImportRowSerializer(serializers.Serializer):
 class TaskImportResultSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     already_queued = serializers.IntegerField()
-    learnt = serializers.IntegerField(help_text="triples the ready structural model was trained with: a model trained "
-                                                "without them is requested, and their runs wait for it")
+    stated = serializers.IntegerField(help_text="triples the KG states (scored at once, each by the structural network "
+                                                "that never learnt it)")
     lines = serializers.IntegerField()
     skipped = ImportRowSerializer(many=True)
 

@@ -84,7 +84,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             report = services.import_flagged_triples(kg=form.validated_data["kg"], path=path, actor=request.user,
                                                      skip_invalid=form.validated_data["skip_invalid"])
         result = {"created": report.created, "already_queued": report.already_queued, "lines": report.lines,
-                  "learnt": report.learnt, "skipped": [{"line": p.line, "message": p.message} for p in report.skipped]}
+                  "stated": report.stated, "skipped": [{"line": p.line, "message": p.message} for p in report.skipped]}
         return Response(result, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.TaskBulkSerializer, responses={200: s.TaskBulkResultSerializer})

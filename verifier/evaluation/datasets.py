@@ -30,6 +30,7 @@ from verifier.evaluation.sampling import (
     corrupted_pairs,
     declared_type_keys,
     distinct,
+    popular_values,
     relation_matched_pairs,
     relation_roles,
     relation_signature_keys,
@@ -40,7 +41,7 @@ from verifier.kg.sources import Problem
 from verifier.models import Entity, FitTriple, KnowledgeGraph
 from verifier.models import Triple as KGTriple
 
-TYPE_SCHEMES = ("auto", "declared", "signature", "role")
+TYPE_SCHEMES = ("auto", "declared", "signature", "role", "popular")
 
 
 class BenchmarkError(ApplicationError):
@@ -241,15 +242,17 @@ def negative_sampler(kg: KnowledgeGraph, scheme: str, kg_triples: set[Triple], f
     """The sampler of type-constrained corruptions of ``kg``'s triples under ``scheme`` and the scheme used ("auto":
     declared types when the KG has them, else relation signatures), never drawing a triple of ``forbidden``;
     candidates are ordered by external id, so a seed draws the same negatives on any installation."""
+    typed = Entity.objects.filter(kg=kg).exclude(types=[]).exists()
     if scheme == "auto":
-        scheme = "declared" if Entity.objects.filter(kg=kg).exclude(types=[]).exists() else "signature"
+        scheme = "declared" if typed else "signature"
     external = dict(Entity.objects.filter(kg=kg).values_list("id", "external_id"))
-    if scheme == "declared":
+    if scheme == "declared" or (scheme == "popular" and typed):
         keys = declared_type_keys(dict(Entity.objects.filter(kg=kg).values_list("id", "types")))
     else:  # by role, the signatures still say what each entity is (the claim benchmark reads them)
         keys = relation_signature_keys(kg_triples)
     roles = relation_roles(kg_triples) if scheme == "role" else None
-    return NegativeSampler(keys, forbidden, sort_key=external.__getitem__, roles=roles), scheme
+    popular = popular_values(kg_triples, keys) if scheme == "popular" else None
+    return NegativeSampler(keys, forbidden, sort_key=external.__getitem__, roles=roles, popular=popular), scheme
 
 
 def _sampled(spec: str, kg: KnowledgeGraph, positives: list[ResolvedRow], n: int, rng: random.Random,

@@ -97,7 +97,8 @@ def collect(evaluation: Evaluation) -> tuple[list[Outcome], int]:
             memories=memories.get(run.pk, 0),
             leaked=item_leaks(query_of(item), payloads.get(run.pk, []), observations.get(run.pk, []),
                               shared=shared),
-            model_saw_it=any(trained_on(model, *_rows(item)) for model in scored_by.get(run.pk, ())),
+            model_saw_it=any(trained_on(model, *_rows(item), fold) for model, fold, scored in scored_by.get(run.pk, ())
+                             if scored == _external(item)),
             fitted=_rows(item) in fitted,
             confidence=run.confidence if succeeded else None,
         ))
@@ -119,15 +120,22 @@ def _rows(item: EvaluationItem) -> tuple[int, int, int]:
     return item.task.head_id, item.task.relation_id, item.task.tail_id
 
 
-def _scoring_models(run_ids: list[int]) -> dict[int, list[StructuralModel]]:
-    """The structural models whose scores each run saw (from its plausibility evidence)."""
+def _external(item: EvaluationItem) -> tuple[str, str, str]:
+    return item.task.head.external_id, item.task.relation.external_id, item.task.tail.external_id
+
+
+def _scoring_models(run_ids: list[int]) -> dict[int, list[tuple[StructuralModel, int, tuple[str, str, str]]]]:
+    """Per run, the structural models, networks and triples (external ids) of the scores it saw (its plausibility
+    evidence)."""
     rows = SupportItem.objects.filter(run_id__in=run_ids, kind=SupportItem.Kind.PLAUSIBILITY).values_list("run_id", "payload")
-    wanted: dict[int, set[int]] = defaultdict(set)
+    wanted: dict[int, set[tuple[int, int, tuple[str, str, str]]]] = defaultdict(set)
     for run_id, payload in rows:
         if payload.get("model"):
-            wanted[run_id].add(int(payload["model"]))
-    models = light_models().in_bulk({pk for pks in wanted.values() for pk in pks})
-    return {run_id: [models[pk] for pk in pks if pk in models] for run_id, pks in wanted.items()}
+            triple = (payload.get("head", ""), payload.get("relation", ""), payload.get("tail", ""))
+            wanted[run_id].add((int(payload["model"]), int(payload.get("fold", 0)), triple))
+    models = light_models().in_bulk({pk for pks in wanted.values() for pk, _, _ in pks})
+    return {run_id: [(models[pk], fold, triple) for pk, fold, triple in scored if pk in models]
+            for run_id, scored in wanted.items()}
 
 
 def _latency(run: Run) -> float:

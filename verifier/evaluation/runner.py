@@ -42,7 +42,6 @@ from verifier.evaluation.workers import runs_held_by_workers
 from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.services import cancel_run, record_audit, start_run
-from verifier.structure.training import retrain_if_learnt
 
 HEARTBEAT_STALE = timedelta(seconds=10)
 ABANDONED_SECONDS = 300  # a driver beats every second: this long silent, it is gone
@@ -153,7 +152,6 @@ def create(name: str, spec: EvaluationSpec, benchmark: Benchmark, config: dict, 
             EvaluationItem(evaluation=evaluation, task_id=tasks[t.key], repeat=repeat, expected_label=t.label, position=position)
             for position, t in enumerate(benchmark.triples) for repeat in range(spec.repeats)
         ], batch_size=2000)
-        retrain_if_learnt(benchmark.kg, [t.key for t in benchmark.triples])
         record_audit(actor=actor, action="evaluation.create", obj=evaluation,
                      after={"benchmark": spec.benchmark, "n": len(benchmark.triples), "config": config, "repeats": spec.repeats})
     return evaluation

@@ -7,6 +7,10 @@ r2", …). A candidate is never a triple of the KG, never a known true triple of
 negative drawn before. Entities with no type, or whose type no other entity shares, cannot be
 replaced; a positive neither of whose ends can be replaced is skipped (and counted).
 
+The *popular* scheme replaces the tail of (h, r, t) with a value r takes for other entities of h's type, drawn
+as often as the KG states it (the head likewise, by the tail's type): the wrong answers that look most right,
+such as a person's citizenship of a neighbouring country or a common occupation of people like them.
+
 The coarser *role* constraint (Krompaß et al., 2015) replaces the tail of (h, r, t) with another entity the KG
 holds as a tail of r (the head likewise): every end of a relation with two values can be replaced. It suits a
 small dense KG, whose entities each play a set of roles of their own (UMLS: 29 of 135 entities share theirs).
@@ -43,6 +47,17 @@ def relation_signature_keys(triples: Iterable[Triple]) -> dict[Hashable, TypeKey
     return {entity: frozenset(memberships) for entity, memberships in roles.items()}
 
 
+def popular_values(triples: Iterable[Triple], type_of: Mapping[Hashable, TypeKey]) -> dict[tuple, list]:
+    """(relation, side, the other end's type) → the values the KG states on that side, once per statement (so a
+    draw is as likely as the value is common); the key with type None pools every type."""
+    values: dict[tuple, list] = defaultdict(list)
+    for head, relation, tail in triples:
+        for side, value, other in (("tail", tail, head), ("head", head, tail)):
+            values[(relation, side, type_of.get(other))].append(value)
+            values[(relation, side, None)].append(value)
+    return dict(values)
+
+
 def relation_roles(triples: Iterable[Triple]) -> dict[tuple[Hashable, str], set]:
     """(relation, "head" or "tail") → the entities the KG holds in that role of the relation."""
     roles: dict[tuple[Hashable, str], set] = defaultdict(set)
@@ -69,11 +84,17 @@ class NegativeSampler:
     sort_key: Callable[[Hashable], object] = str
     max_tries: int = DEFAULT_MAX_TRIES
     roles: Mapping[tuple[Hashable, str], Iterable[Hashable]] | None = None
+    popular: Mapping[tuple, Sequence[Hashable]] | None = None  # ``popular_values``: the "popular" scheme
     _groups: dict[Hashable, list[Hashable]] = field(init=False, repr=False)
     _in_roles: set[Hashable] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         groups: dict[Hashable, set] = defaultdict(set)
+        if self.popular is not None:
+            self._groups = {key: sorted(values, key=self.sort_key) for key, values in self.popular.items() if len(set(values)) > 1}
+            self._in_roles = set()
+            self.forbidden = set(self.forbidden)
+            return
         if self.roles is not None:
             for role, members in self.roles.items():
                 groups[role].update(members)
@@ -84,7 +105,9 @@ class NegativeSampler:
         self._in_roles = set().union(*self._groups.values()) if self.roles is not None else set()
         self.forbidden = set(self.forbidden)
 
-    def _group_of(self, entity: Hashable, relation: Hashable, side: str) -> list[Hashable] | None:
+    def _group_of(self, entity: Hashable, relation: Hashable, side: str, other: Hashable = None) -> list[Hashable] | None:
+        if self.popular is not None:  # values popular for entities like the other end, else for any
+            return self._groups.get((relation, side, self.type_of.get(other))) or self._groups.get((relation, side, None))
         key = (relation, side) if self.roles is not None else self.type_of.get(entity)
         return None if key is None else self._groups.get(key)
 
@@ -97,6 +120,8 @@ class NegativeSampler:
         return key is not None and key in self._groups
 
     def _candidates(self, members: list[Hashable], rng: random.Random) -> Iterable[Hashable]:
+        if self.popular is not None:  # drawn with repetition: a common value as often as it is stated
+            return (rng.choice(members) for _ in range(self.max_tries))
         if len(members) - 1 <= self.max_tries:
             return rng.sample(members, len(members))
         return (rng.choice(members) for _ in range(self.max_tries))
@@ -107,8 +132,8 @@ class NegativeSampler:
         sides = list(sides)
         rng.shuffle(sides)
         for side in sides:
-            original = head if side == "head" else tail
-            members = self._group_of(original, relation, side)
+            original, other = (head, tail) if side == "head" else (tail, head)
+            members = self._group_of(original, relation, side, other)
             if members is None:
                 continue
             for candidate in self._candidates(members, rng):

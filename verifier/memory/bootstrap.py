@@ -1,13 +1,13 @@
-"""Bootstrapping a memory bank from a KG's own training triples.
+"""Bootstrapping a memory bank from a KG's own triples.
 
 The papers guided their agent with 200 curated trajectories over 50 frequent relations. A new KG has
-none, so KGV makes candidates: true triples from the KG's calibration slice (KG triples its structural
-model was trained without — never a validation or test triple) and type-constrained corruptions of
-them, spread over the most frequent relations; the agent investigates each with the deployment's
-default configuration (an evaluation, so it is resumable and its runs can be opened); a run becomes a
-memory only when its verdict matched the label, with its repeated actions trimmed and a short lesson
-(the verdict and the evidence it cited) for small models. Entries say in their provenance that a
-curator has not reviewed them yet; curators retire the ones they disagree with.
+none, so KGV makes candidates: true triples the KG states (never a validation or test triple; each scored
+by the structural network that never learnt it) and type-constrained corruptions of them, spread over the
+most frequent relations; the agent investigates each with the deployment's default configuration (an
+evaluation, so it is resumable and its runs can be opened); a run becomes a memory only when its verdict
+matched the label, with its repeated actions trimmed and a short lesson (the verdict and the evidence it
+cited) for small models. Entries say in their provenance that a curator has not reviewed them yet;
+curators retire the ones they disagree with.
 """
 
 from __future__ import annotations
@@ -21,36 +21,32 @@ from verifier.memory.bank import add_entry, lesson_of, trajectory_of
 from verifier.models import (
     Evaluation,
     FitTriple,
-    HeldOutTriple,
     KnowledgeGraph,
     MemoryEntry,
-    StructuralModel,
 )
 from verifier.models.memory import UNREVIEWED
+from verifier.structure.dataset import kg_triples
 from verifier.structure.fitting import corruptions, labelled_triples
 
 
 def draw(kg: KnowledgeGraph, n: int, *, seed: int = 0, relations: int = 50) -> list[tuple[int, int, int, bool]]:
-    """About n labelled triples, half true (from the calibration slice) and half corruptions, over the KG's
+    """About n labelled triples, half true (facts of the KG) and half corruptions, over the KG's
     most frequent relations, round-robin so that every relation gets its share. Where a true triple has no
     same-type replacement (common in a KG without declared types, whose "types" are relation signatures),
     the next triples of the round-robin are corrupted instead, so the two halves stay the same size. No
     corruption is a triple of the dataset's labelled split (FB15k-237's "Luge — sport's Olympic country —
     Canada" came out of a corruption as false, and is a true validation triple)."""
-    model = StructuralModel.objects.ready_for(kg)
-    if model is None:
-        raise ValueError(f"{kg.name} has no ready structural model: its calibration slice supplies the true triples "
-                         f"(manage.py train_kge {kg.name})")
-    slice_ = list(HeldOutTriple.objects.filter(model=model, reason=HeldOutTriple.Reason.CALIBRATION)
-                  .values_list("head_id", "relation_id", "tail_id"))
+    facts = [tuple(map(int, row)) for row in kg_triples(kg)]
+    if not facts:
+        raise ValueError(f"{kg.name} has no triples to draw from")
     by_relation: dict[int, list] = defaultdict(list)
-    for triple in sorted(slice_):
+    for triple in sorted(facts):
         by_relation[triple[1]].append(triple)
     rng = random.Random(seed)
     for members in by_relation.values():
         rng.shuffle(members)
     frequent = sorted(by_relation, key=lambda r: (-len(by_relation[r]), r))[:relations]
-    ordered: list[tuple[int, int, int]] = []  # round-robin over the relations, the whole slice
+    ordered: list[tuple[int, int, int]] = []  # round-robin over the relations
     while any(by_relation[r] for r in frequent):
         ordered.extend(by_relation[relation].pop() for relation in frequent if by_relation[relation])
     chosen = ordered[:n // 2]

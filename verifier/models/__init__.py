@@ -1,4 +1,4 @@
-"""KGV's data model, split by topic: the KG, the verification path, memory and audit, evaluations."""
+"""KGV's data model, split by topic: the KG, the verification path, memory and the audit log, KG audits, evaluations."""
 
 from verifier.models.claims import Claim, ClaimPart, ClaimReview
 from verifier.models.evaluation import Evaluation, EvaluationItem
@@ -11,8 +11,9 @@ from verifier.models.kg import (
     Relation,
     Triple,
 )
+from verifier.models.kg_audit import AuditChunk, KGAudit, Onboarding, Suspect
 from verifier.models.memory import AuditEvent, MemoryEntry, RunMemory
-from verifier.models.structure import ConfidenceModel, FitTriple, HeldOutTriple, MinedRule, StructuralModel
+from verifier.models.structure import ConfidenceModel, FitTriple, FoldNetwork, MinedRule, StructuralModel
 from verifier.models.verification import (
     Agreement,
     Review,
@@ -33,12 +34,16 @@ __all__ = [
     "agreement",
     "latest_decisions",
     "AuditEvent",
+    "AuditChunk",
+    "KGAudit",
+    "Onboarding",
+    "Suspect",
     "Claim",
     "ClaimPart",
     "ClaimReview",
     "ConfidenceModel",
     "FitTriple",
-    "HeldOutTriple",
+    "FoldNetwork",
     "MinedRule",
     "StructuralModel",
     "Entity",

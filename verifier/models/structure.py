@@ -1,5 +1,5 @@
-"""Structural evidence of a KG: its embedding model (with the triples it was trained without), the rules
-mined from it, and the labelled triples used to fit anything (never evaluated)."""
+"""Structural evidence of a KG: its embedding model (one network per fold of its triples), the rules mined from
+it, and the labelled triples used to fit anything (never evaluated)."""
 
 from __future__ import annotations
 
@@ -19,17 +19,18 @@ class StructuralModelQuerySet(models.QuerySet):
         return self.filter(status__in=[StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING])
 
     def ready_for(self, kg: KnowledgeGraph) -> StructuralModel | None:
-        """The newest ready model of the KG's current version, without its weights and calibration (megabytes,
-        read once per process and calibration by verifier/structure/scoring.py; every tool call asks this).
-        Nothing is read out of the calibration: even one key of it costs the database a pass over the whole
-        document, several milliseconds a call."""
-        return (self.filter(kg=kg, kg_version=kg.version, status=StructuralModel.Status.READY)
-                .select_related("kg").defer("weights", "calibration").order_by("-id").first())
+        """The model that scores the KG's triples now: its newest ready one, of the current version or, while a
+        changed KG's model trains, of an earlier one (without its calibration: megabytes, read once per process
+        and calibration by verifier/structure/scoring.py; every tool call asks this). Nothing is read out of
+        the calibration: even one key of it costs the database a pass over the whole document."""
+        return (self.filter(kg=kg, status=StructuralModel.Status.READY)
+                .select_related("kg").defer("calibration").order_by("-kg_version", "-id").first())
 
 
 class StructuralModel(models.Model):
-    """A knowledge-graph embedding model (PyKEEN) trained on one version of a KG without its held-out
-    triples, with a per-relation calibration of its scores into probabilities."""
+    """A knowledge-graph embedding model (PyKEEN) of one version of a KG: ``folds`` networks, network k trained on
+    every triple outside fold k (verifier/structure/folds.py), with a calibration of their scores into
+    probabilities."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -44,11 +45,11 @@ class StructuralModel(models.Model):
     stage = models.CharField(max_length=100, blank=True, help_text="what the training job is doing now")
     progress = models.FloatField(default=0.0, help_text="0–1, of the whole job")
     config = models.JSONField(default=dict, blank=True, help_text="the model and its hyperparameters")
+    folds = models.PositiveSmallIntegerField(default=5, help_text="networks, each trained without one fold of the triples")
     metrics = models.JSONField(default=dict, blank=True, help_text="validation MRR, training time, calibration error")
     # Digest of the training triples: a reload that changes nothing reuses the trained model.
     training_digest = models.CharField(max_length=64, blank=True)
     training_triples = models.PositiveIntegerField(default=0)
-    weights = models.BinaryField(null=True, blank=True, editable=False)
     calibration = models.JSONField(default=dict, blank=True, help_text="fitted score → probability maps")
     calibrated_at = models.DateTimeField(null=True, blank=True, help_text="when the calibration was fitted")
     error = models.TextField(blank=True)
@@ -85,21 +86,19 @@ class StructuralModel(models.Model):
         return f"{kge.get('model', 'KGE')} model #{self.pk} of {self.kg.name} v{self.kg_version}"
 
 
-class HeldOutTriple(models.Model):
-    """A KG triple the model was trained without: queued for verification, or kept aside to calibrate."""
+class FoldNetwork(models.Model):
+    """One network of a structural model: trained on every KG triple outside its fold, it scores the triples of
+    its fold (which it never saw) and any triple whose fold it is."""
 
-    class Reason(models.TextChoices):
-        QUEUED = "queued", "Queued for verification"
-        CALIBRATION = "calibration", "Kept aside for calibration and validation"
-
-    model = models.ForeignKey(StructuralModel, on_delete=models.CASCADE, related_name="held_out")
-    head = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
-    relation = models.ForeignKey(Relation, on_delete=models.CASCADE, related_name="+", db_constraint=False)
-    tail = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="+", db_constraint=False)
-    reason = models.CharField(max_length=12, choices=Reason.choices)
+    model = models.ForeignKey(StructuralModel, on_delete=models.CASCADE, related_name="networks")
+    fold = models.PositiveSmallIntegerField()
+    weights = models.BinaryField(editable=False)
+    metrics = models.JSONField(default=dict, blank=True, help_text="epochs, minutes, validation MRR, why it stopped")
+    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["model", "head", "relation", "tail"], name="heldout_unique")]
+        ordering = ["model", "fold"]
+        constraints = [models.UniqueConstraint(fields=["model", "fold"], name="foldnetwork_unique")]
 
 
 class FitTriple(models.Model):

@@ -1,9 +1,9 @@
 """The structural evidence of one local KG, as the tools ask for it (by the KG's external ids).
 
 ``StructuralEvidence`` is the port the tools receive in their context: ``plausibility`` answers from the
-KG's ready embedding model, ``rules`` from the rules mined from the KG. Either may be unavailable — no
-model yet, a model still training, a model that saw the triple under test — and then says so plainly
-instead of answering.
+KG's ready embedding model (each triple by the network that never learnt it), ``rules`` from the rules mined
+from the KG. Either may be unavailable — no model yet, the first model still training, an entity newer than the
+model — and then says so plainly instead of answering.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 from django.db.models import Value
 
-from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel, VerificationTask
+from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel
 from verifier.structure import scoring, stored
 from verifier.structure.reference import ReferenceEvidence
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
-from verifier.structure.training import request_training
 
 SHOWN_HOLDERS = 3  # the description neighbours named in the observation
 
@@ -63,6 +62,7 @@ class PlausibilityReport:
     text: TextEvidence
     embedding_probability: float | None = None  # the embedding classifier's alone, for the `embedding` baseline
     reference: ReferenceEvidence | None = None  # what the KG's reference KGs hold about it
+    fold: int = 0  # the network of the model that scored it (trained without this fold)
 
 
 class StructuralEvidence:
@@ -78,12 +78,12 @@ class StructuralEvidence:
         return None if None in parts else parts
 
     def model(self) -> StructuralModel | Unavailable:
-        """The KG's ready model of its current version, or why there is none."""
+        """The KG's ready model (of an earlier version while a changed KG's model trains), or why there is none."""
         ready = StructuralModel.objects.ready_for(self.kg)
         if ready is not None:
             return ready
         latest = StructuralModel.objects.filter(kg=self.kg).order_by("-id").first()
-        retrain = f"run manage.py train_kge {self.kg.name}"
+        retrain = f"an administrator can train it from the status strip or with manage.py train_kge {self.kg.name}"
         if latest is None:
             return Unavailable(f"No structural model has been trained for {self.kg.name} yet ({retrain}).")
         if latest.is_stale:
@@ -91,10 +91,7 @@ class StructuralEvidence:
         if latest.status in (StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING):
             return Unavailable(f"The structural model of {self.kg.name} is still training ({latest.progress:.0%}"
                                f"{': ' + latest.stage if latest.stage else ''}); plausibility is available when it is ready.")
-        if latest.status == StructuralModel.Status.FAILED:
-            return Unavailable(f"Training the structural model of {self.kg.name} failed: {latest.error} ({retrain}).")
-        return Unavailable(f"The structural model of {self.kg.name} was trained on an older version of the KG; "
-                           f"a model for version {self.kg.version} is needed ({retrain}).")
+        return Unavailable(f"Training the structural model of {self.kg.name} failed: {latest.error} ({retrain}).")
 
     def plausibility(self, head: str, relation: str, tail: str) -> PlausibilityReport | Unavailable:
         model = self.model()
@@ -105,8 +102,6 @@ class StructuralEvidence:
         rows = index.triple_rows(head, relation, tail)
         if rows is None:
             return Unavailable(f"({head}, {relation}, {tail}) is not made of entities and a relation of {self.kg.name}.")
-        if loaded.learnt(*rows):
-            return self._learnt(rows)
         result = loaded.plausibility(*rows)
         if result is None:
             return Unavailable(f"The structural model of {self.kg.name} does not know one of these entities (added after training).")
@@ -123,18 +118,8 @@ class StructuralEvidence:
                          [named[pk][1] for pk in shown], result.text.tail_named, result.text.head_named),
             result.embedding_probability,
             result.reference,
+            result.fold,
         )
-
-    def _learnt(self, rows: tuple[int, int, int]) -> Unavailable:
-        """The model learnt this triple. Only a triple queued for verification gets a model trained without it
-        (asking about any other KG fact, as a curator or an agent exploring may, must not start a training)."""
-        head_id, relation_id, tail_id = rows
-        if VerificationTask.objects.filter(kg=self.kg, head_id=head_id, relation_id=relation_id, tail_id=tail_id).exists():
-            request_training(self.kg, reason="a queued triple was in the training set")
-            return Unavailable("The structural model was trained with this very triple (it was queued after training), so "
-                               "its score would prove nothing; a model trained without it has been requested.")
-        return Unavailable("The structural model learnt this triple: it is a fact of the KG the model was trained on, so "
-                           "its score would prove nothing. Queue it for verification to have a model trained without it.")
 
     def rules(self, head: str, relation: str, tail: str, *, limit: int = 5) -> RuleEvidence | Unavailable:
         """What the rules mined from the KG's current version say for and against (head, relation, tail)."""

@@ -1,18 +1,17 @@
 """What the structural calibration is fitted on, and the fit.
 
 Labelled data comes first: a dataset that ships verified negatives (CoDEx-S validation) gives all of its
-labelled triples that are not KG triples, and type-constrained corruptions of a quarter of its positives
-beside them. Verified negatives are plausible ones: the network ranks them among the type-compatible
-candidates about as high as true triples (CoDEx-S's KvsAll network: a median rank of 10 against 9,
-corruptions 16). Fitted on them alone, that network's calibration gave a low rank little weight, and called
-a corruption such as Kevin Costner — occupation — opera singer true at 0.97 (docs/evaluation.md). A dataset
-with validation positives only (FB15k-237) gives those and a type-constrained corruption of each as the
-negatives (Tabacof & Costabello, 2019). Validation triples are facts the KG lacks, as the triples a
-benchmark draws are: FB15k-237's were chosen so that no KG triple links their two entities, which makes them
-harder than KG triples the model merely did not see (validation MRR 0.27 against 0.36 on the held-out
-slice), and a calibration fitted on the slice over-states its confidence on them. Without a dataset, the
-calibration slice the model was trained without gives the positives and type-constrained corruptions of them
-the negatives.
+labelled triples, and type-constrained corruptions of a quarter of its positives beside them — verified
+negatives are plausible ones, which the networks rank about as high as true triples, so a calibration fitted
+on them alone would give a low rank little weight and call an easy corruption true. A dataset with validation
+positives only (FB15k-237) gives those and a type-constrained corruption of each as the negatives (Tabacof &
+Costabello, 2019).
+
+A KG without labels is calibrated on its own triples: a sample of the facts it states (each scored by the
+network that never learnt it, so they score as unseen true triples do) against corruptions of the same facts,
+half with an entity of the same type in place of the head or the tail, half with a value the relation takes
+for entities of the head's type (the popular wrong answers a KG's errors tend to be). A KG's facts include its
+own errors; at the rates extraction leaves (a few percent) they blur the fit a little and do not bias it.
 
 The calibration is cross-fitted: the triples are split into folds (seeded, stratified by relation and
 label), and beside the calibration fitted on all of them one is fitted without each fold. Each triple is
@@ -34,7 +33,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from verifier.evaluation.datasets import kg_triple_set, negative_sampler, read_rows, validation_dataset
-from verifier.models import FitTriple, HeldOutTriple, KnowledgeGraph, MinedRule, StructuralModel
+from verifier.models import FitTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
 from verifier.structure.calibration import (
     BoostedCalibrator,
     CrossFitted,
@@ -45,7 +44,7 @@ from verifier.structure.calibration import (
     fold_assignment,
     matched_weights,
 )
-from verifier.structure.dataset import queued_triples
+from verifier.structure.dataset import kg_triples
 from verifier.structure.reference import reference_ids
 from verifier.structure.rule_evidence import RULE_FEATURES
 from verifier.structure.rules import mine_rules
@@ -56,6 +55,13 @@ SEED = 0
 # Beside verified negatives, corruptions of this share of the positives: on CoDEx-S a quarter costs 0.3 points of
 # accuracy against its verified negatives and gains 3.4 against corruptions (docs/evaluation.md)
 CORRUPTED_SHARE = 0.25
+# A KG without labels: how many of its facts the calibration samples (spread over its relations).
+FACTS_SAMPLED = 4000
+
+
+def queued_triples(kg: KnowledgeGraph) -> set[tuple[int, int, int]]:
+    """The KG's flagged triples: never drawn as a corruption (a curator's flagged triple may well be true)."""
+    return set(VerificationTask.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id"))
 
 
 def labelled_dataset(kg: KnowledgeGraph):
@@ -90,6 +96,7 @@ class FitSet:
     rows: LabelledRows
     source: str
     verified: set[tuple[int, int, int]] = field(default_factory=set)
+    made_by: dict[tuple[int, int, int], str] = field(default_factory=dict)  # a corruption → how it was made, if known
 
     @cached_property
     def triples(self) -> np.ndarray:
@@ -105,8 +112,8 @@ class FitSet:
 
     @cached_property
     def kinds(self) -> np.ndarray:
-        """Each row's kind: "true", "verified" or "corruptions"."""
-        return np.array(["true" if y else "verified" if (h, r, t) in self.verified else "corruptions"
+        """Each row's kind: "true", "verified", or how its corruption was made ("corruptions" when not told)."""
+        return np.array(["true" if y else "verified" if (h, r, t) in self.verified else self.made_by.get((h, r, t), "corruptions")
                          for h, r, t, y in self.rows])
 
 
@@ -115,11 +122,11 @@ def structural_fit_set(model: StructuralModel) -> FitSet:
     kg = model.kg
     dataset = labelled_dataset(kg)
     verified = _verified_negatives(kg, dataset)
-    rows, source = _labelled_rows(model, dataset, verified)
+    rows, source, made_by = _labelled_rows(model, dataset, verified)
     unique: dict[tuple[int, int, int], tuple[int, int, int, bool]] = {}
     for row in rows:  # one fold per triple: two corruptions may coincide
         unique.setdefault(row[:3], row)
-    return FitSet(list(unique.values()), source, verified)
+    return FitSet(list(unique.values()), source, verified, made_by)
 
 
 def _verified_negatives(kg: KnowledgeGraph, dataset) -> set[tuple[int, int, int]]:
@@ -129,31 +136,49 @@ def _verified_negatives(kg: KnowledgeGraph, dataset) -> set[tuple[int, int, int]
     return _triples_in(kg, dataset.negatives)
 
 
-def _labelled_rows(model: StructuralModel, dataset, verified: set[tuple[int, int, int]]) -> tuple[LabelledRows, str]:
+def _labelled_rows(model: StructuralModel, dataset, verified: set[tuple[int, int, int]]) -> tuple[LabelledRows, str, dict]:
     kg = model.kg
     if dataset is not None:
-        in_kg = kg_triple_set(kg)
         rows = dict.fromkeys(_triples_in(kg, dataset.positives), True)
         if not dataset.negatives:
-            positives = sorted(k for k in rows if k not in in_kg)
+            positives = sorted(rows)
             return [(*p, True) for p in positives] + corruptions(kg, positives, also_true=set(rows)), \
-                f"{dataset.positives} and type-constrained corruptions of it"
+                f"{dataset.positives} and type-constrained corruptions of it", {}
         for triple in verified:
             rows.setdefault(triple, False)
-        labelled = sorted((*k, y) for k, y in rows.items() if k not in in_kg)
+        labelled = sorted((*k, y) for k, y in rows.items())
         positives = [row[:3] for row in labelled if row[3]]
         corrupted = random.Random(SEED).sample(positives, round(CORRUPTED_SHARE * len(positives)))
         return labelled + corruptions(kg, sorted(corrupted), also_true=set(rows)), \
-            f"the labelled {dataset.positives} / {dataset.negatives} and type-constrained corruptions of a quarter of its positives"
-    positives = [(h, r, t, True) for h, r, t in HeldOutTriple.objects.filter(
-        model=model, reason=HeldOutTriple.Reason.CALIBRATION).values_list("head_id", "relation_id", "tail_id")]
-    # A KG of one's own may be small and dense, its entities each playing roles of their own: its types then
-    # corrupt few of the slice's triples, and the calibration would see almost no false ones. The relation's
-    # roles corrupt nearly all; the scheme that corrupts more is kept.
-    by_type, by_role = (corruptions(kg, [p[:3] for p in positives], scheme=scheme) for scheme in ("auto", "role"))
-    if len(by_role) > len(by_type):
-        return positives + by_role, "the held-out calibration slice and corruptions of it by the relation's roles"
-    return positives + by_type, "the held-out calibration slice and type-constrained corruptions of it"
+            f"the labelled {dataset.positives} / {dataset.negatives} and type-constrained corruptions of a quarter of its positives", {}
+    positives = sampled_facts(kg, FACTS_SAMPLED)
+    half = len(positives) // 2
+    # A small dense KG may have entities that each play roles of their own: its types then corrupt few facts, and
+    # the relation's roles (any entity the KG holds in that role) corrupt nearly all; the scheme corrupting more wins.
+    by_type, by_role = (corruptions(kg, positives[:half], scheme=scheme) for scheme in ("auto", "role"))
+    same_kind = by_role if len(by_role) > len(by_type) else by_type
+    popular = corruptions(kg, positives[half:], scheme="popular")
+    kind = "entities in the same role" if same_kind is by_role else "same-type entities"
+    made_by = {row[:3]: kind for row in same_kind} | {row[:3]: "popular values" for row in popular}
+    return [(*p, True) for p in positives] + same_kind + popular, \
+        f"facts the KG states and corruptions of them ({kind}, values popular for the type)", made_by
+
+
+def sampled_facts(kg: KnowledgeGraph, n: int, *, seed: int = SEED) -> list[tuple[int, int, int]]:
+    """Up to ``n`` of the KG's triples, each relation giving its share (at least one), in a seeded order."""
+    triples = kg_triples(kg)
+    if len(triples) <= n:
+        chosen = np.arange(len(triples))
+    else:
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(triples))
+        first = np.unique(triples[order, 1], return_index=True)[1]  # one of each relation
+        rest = np.setdiff1d(order, order[first], assume_unique=True)[:max(0, n - len(first))]
+        chosen = np.concatenate([order[first], rng.permutation(rest)])
+    order = random.Random(seed)
+    picked = [tuple(map(int, row)) for row in triples[np.sort(chosen)]]
+    order.shuffle(picked)
+    return picked
 
 
 def calibration_triples(kg: KnowledgeGraph) -> LabelledRows:
@@ -192,12 +217,9 @@ def corruptions(kg: KnowledgeGraph, positives: list[tuple[int, int, int]], *, al
 
 
 def calibrate_structural(model: StructuralModel) -> dict:
-    """Fit the per-relation calibration of ``model`` and store it with its cross-validated error. The KG's rules are
-    mined again first, without the triples the network was trained without (queued then, calibration slice) and
-    those queued since (a restored model's, or after an import), so that no rule owes its support to a triple it
-    is then calibrated on or asked about."""
-    held_out = set(HeldOutTriple.objects.filter(model=model).values_list("head_id", "relation_id", "tail_id"))
-    mine_rules(model.kg, without=held_out | queued_triples(model.kg))
+    """Fit the per-relation calibration of ``model`` and store it with its cross-validated error, the KG's rules
+    mined again first."""
+    mine_rules(model.kg)
     fit_set = structural_fit_set(model)
     rows, labels, relations = fit_set.rows, fit_set.labels, fit_set.relations
     if not rows or len(set(labels.tolist())) < 2:
@@ -276,8 +298,8 @@ def out_of_fold_metrics(probabilities: np.ndarray, relations: list[str], labels:
 def _against_each_kind(probabilities: np.ndarray, relations: list[str], labels: np.ndarray,
                        kinds: np.ndarray | None) -> dict:
     """{"against": {kind: out-of-fold figures of the true triples with that kind of negative}} when the negatives
-    are of two kinds (verified ones and corruptions), else {}."""
-    present = [] if kinds is None else [kind for kind in ("verified", "corruptions") if (kinds == kind).any()]
+    are of two kinds or more (verified ones and corruptions; same-type entities and popular values), else {}."""
+    present = [] if kinds is None else sorted(set(kinds.tolist()) - {"true"})
     if len(present) < 2:
         return {}
     against = {}

@@ -35,7 +35,10 @@ OPTIMIZERS = {"Adam": torch.optim.Adam, "Adagrad": torch.optim.Adagrad}
 # How a batch is scored against every entity (Ruffinelli et al.'s names): KvsAll — one row per (entity, relation)
 # with all its known answers as targets (PyKEEN's LCWA loop); 1vsAll — one row per triple and one per its
 # inverse, the single answer against every entity (Lacroix et al.'s objective; `_one_vs_all_loop`).
-TRAIN_TYPES = ("KvsAll", "1vsAll")
+# "sampled" — 1vsAll's rows, each scored against the answers of its batch and ``negatives`` entities drawn for the
+# batch (a sampled softmax, `_sampled_loop`): one matrix product per batch whatever the KG's size, so its cost
+# grows with the triples alone, not with triples × entities — what trains a KG of many thousands of entities.
+TRAIN_TYPES = ("KvsAll", "1vsAll", "sampled")
 # The number format of training's products. bfloat16 (autocast: the weights, the optimizer and the loss stay
 # float32) makes scoring a batch against every entity 1.5–2 times faster on CPUs with bfloat16 instructions
 # (AVX512-BF16, AMX); validation and every score the tools give are float32 whatever was chosen.
@@ -66,9 +69,10 @@ class KGEConfig:
     patience: int = 2  # evaluations without a better MRR before stopping
     lr_schedule: str = "plateau"
     lr_decay: float = 1.0  # "plateau": the learning rate is multiplied by this after an evaluation without a better MRR
-    max_minutes: float = 15.0
+    max_minutes: float = 15.0  # the budget of one network (a structural model trains one per fold)
     seed: int = 0
     precision: str = "float32"
+    negatives: int = 2048  # "sampled": entities drawn per batch, beside the batch's own answers
 
     def __post_init__(self) -> None:
         if self.model not in INTERACTIONS:
@@ -83,8 +87,10 @@ class KGEConfig:
             raise ValueError(f"unknown precision {self.precision!r}; one of {', '.join(PRECISIONS)}")
         if self.regularize_weight < 0 or self.init_std < 0:
             raise ValueError("regularize_weight and init_std must not be negative")
-        if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1:
-            raise ValueError("dim, max_epochs, eval_every and batch_size must be positive")
+        if self.dim < 1 or self.max_epochs < 1 or self.eval_every < 1 or self.batch_size < 1 or self.negatives < 1:
+            raise ValueError("dim, max_epochs, eval_every, batch_size and negatives must be positive")
+        if self.max_minutes <= 0:
+            raise ValueError("max_minutes must be positive")
         if not 0 < self.lr_decay <= 1:
             raise ValueError("lr_decay must be in (0, 1]")
 
@@ -112,19 +118,38 @@ def precision(config: KGEConfig):
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bfloat16")
 
 
-def default_config(num_triples: int, num_entities: int) -> KGEConfig:
-    """The default trade-off between validation MRR and training minutes on two cores (docs/structure.md)."""
+# Scores one training epoch computes, per real dimension, beyond which a KG trains against sampled negatives: the
+# all-entities rows of 1vsAll cost rows × entities (CoDEx-S: 1.3e8; WN18RR and FB15k-237 about 8e9).
+ALL_ENTITIES_LIMIT = 2e9
+
+
+def device() -> torch.device:
+    """Where networks train: the first GPU PyTorch sees, else the CPU."""
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def budget_minutes(num_triples: int, folds: int) -> float:
+    """The wall-clock budget of one network: the whole model (``folds`` networks) gets 4 minutes plus one per
+    10,000 triples, at most an hour — a 100,000-triple KG trains in 14 minutes on two cores, a GPU fits more
+    epochs into the same minutes."""
+    return round(min(60.0, 4.0 + num_triples / 10_000) / folds, 2)
+
+
+def default_config(num_triples: int, num_entities: int, *, folds: int = 1) -> KGEConfig:
+    """The default network for a KG of this size, trained ``folds`` times (docs/reference/structure.md)."""
     number_format = "bfloat16" if bfloat16_native() else "float32"  # the same MRR, in 15–50% less time
-    if num_triples * num_entities > 500_000_000:  # FB15k-237-sized: fewer, costlier epochs
-        # large batches fit more epochs into the budget; dropout and label smoothing let them generalise
-        return KGEConfig(dim=256, train_type="1vsAll", learning_rate=6e-3, batch_size=4096, entity_dropout=0.4,
-                         relation_dropout=0.3, label_smoothing=0.1, max_epochs=60, eval_every=1, patience=10,
-                         lr_schedule="linear", max_minutes=45.0, precision=number_format)
-    # the CoDEx authors' 1vsAll set-up (their dropout, Adam), twice as wide, with the step halved after each
-    # validation without a better MRR: the best validation MRR on CoDEx-S within 15 minutes, and as a verifier two
-    # points below the KvsAll network against verified negatives, nine above it against corruptions (docs/evaluation.md)
-    return KGEConfig(dim=1024, train_type="1vsAll", learning_rate=1e-3, batch_size=1024, entity_dropout=0.079,
-                     relation_dropout=0.056, max_epochs=300, eval_every=5, patience=3, lr_decay=0.5, precision=number_format)
+    minutes = budget_minutes(num_triples, folds)
+    if 2 * num_triples * num_entities > ALL_ENTITIES_LIMIT:
+        # every triple against sampled negatives, validated after every epoch, the step falling to zero at the budget
+        return KGEConfig(dim=256, train_type="sampled", negatives=2048, learning_rate=3e-3, batch_size=1024,
+                         entity_dropout=0.079, relation_dropout=0.056, max_epochs=300, eval_every=2, patience=3,
+                         lr_decay=0.5, max_minutes=minutes, precision=number_format)
+    # the CoDEx authors' 1vsAll set-up (their dropout, Adam), with the step halved after each validation without a
+    # better MRR; the width shrinks with the KG so that the epochs still fit the budget
+    dim = 512 if num_triples * num_entities <= 1e8 else 256
+    return KGEConfig(dim=dim, train_type="1vsAll", learning_rate=1e-3 if dim > 256 else 3e-3, batch_size=1024,
+                     entity_dropout=0.079, relation_dropout=0.056, max_epochs=300, eval_every=5, patience=3, lr_decay=0.5,
+                     max_minutes=minutes, precision=number_format)
 
 
 def _pykeen():
@@ -236,9 +261,9 @@ def train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rela
     """Train on ``triples`` (indices) and keep the weights with the best filtered MRR on ``validation``.
     ``known``: every true triple (filtered out of the rankings)."""
     progress = progress or (lambda fraction, stage: None)
-    # Every core while training: a worker process runs torch single-threaded otherwise (verifier/memory/encoder.py).
+    # Every core this process is given while training: a worker runs torch single-threaded otherwise (verifier/memory/encoder.py).
     threads = torch.get_num_threads()
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(len(os.sched_getaffinity(0)) or 1)
     # PyKEEN runs a full gc.collect() after every epoch. In a process that has loaded Django, the encoder and
     # the KG, each one walks hundreds of thousands of objects (0.1–0.4 s, against epochs of 2 s on CoDEx-S);
     # frozen, they are left out, and the collections see only what training allocates.
@@ -252,14 +277,25 @@ def train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rela
         torch.set_num_threads(threads)
 
 
-def _heartbeat(report: Callable[[int], None]):
+class _OutOfTime(Exception):
+    """The time budget ran out in the middle of the epochs between two validations."""
+
+    def __init__(self, epoch: int):
+        self.epoch = epoch
+
+
+def _heartbeat(report: Callable[[int], None], deadline: float):
     """A PyKEEN training callback reporting after every batch (the job's reporter throttles what it writes), so
-    the epochs between two validations — a quarter of an hour on FB15k-237 — never look like a dead job."""
+    the epochs between two validations — a quarter of an hour on FB15k-237 — never look like a dead job; past
+    ``deadline`` (time.monotonic) it ends training at once, so a slow machine never overruns the budget by a chunk
+    of epochs."""
     from pykeen.training import TrainingCallback
 
     class Heartbeat(TrainingCallback):
         def post_batch(self, epoch: int, batch, **kwargs) -> None:
             report(epoch)
+            if time.monotonic() > deadline:
+                raise _OutOfTime(epoch)
 
     return Heartbeat()
 
@@ -301,12 +337,13 @@ def _n3(model, rows: torch.Tensor, weight: float) -> torch.Tensor:
     return weight * total / len(rows)
 
 
-def _one_vs_all_loop(model, factory, optimizer, regularize_weight: float):
+def _one_vs_all_loop(model, factory, optimizer, regularize_weight: float, sampled: int = 0):
     """PyKEEN's symmetric LCWA loop (one row per triple, Lacroix et al.), for a model with reciprocal relations:
     the loop scores heads by broadcasting every entity through the interaction — about 150 times slower than
     scoring tails, and it would leave the inverse relations untrained — so here each triple and its inverse are
     two rows whose tails are scored, exactly as the reciprocal model predicts heads. Batching, the optimizer
-    steps and the callbacks stay PyKEEN's."""
+    steps and the callbacks stay PyKEEN's. With ``sampled``, each batch's rows are scored against the batch's own
+    answers and that many entities drawn uniformly (a sampled softmax) instead of every entity."""
     from pykeen.training import SymmetricLCWATrainingLoop
     from torch.nn import functional
     from torch.utils.data import DataLoader, TensorDataset
@@ -320,10 +357,18 @@ def _one_vs_all_loop(model, factory, optimizer, regularize_weight: float):
 
         def _process_batch(self, batch, start, stop, label_smoothing=0.0, slice_size=None):
             rows = batch[0][start:stop].to(device=self.model.device)
-            scores = self.model.score_t(hr_batch=rows[:, :2], slice_size=slice_size, mode=self.mode)
-            labels = functional.one_hot(rows[:, 2], num_classes=self.model.num_entities).float()
+            if sampled and sampled < self.model.num_entities:
+                drawn = torch.randint(self.model.num_entities, (sampled,), device=rows.device)
+                candidates, answers = torch.unique(torch.cat([rows[:, 2], drawn]), return_inverse=True)
+                scores = self.model.score_t(hr_batch=rows[:, :2], mode=self.mode, tails=candidates)
+                labels = functional.one_hot(answers[:len(rows)], num_classes=len(candidates)).float()
+                num_classes = len(candidates)
+            else:
+                scores = self.model.score_t(hr_batch=rows[:, :2], slice_size=slice_size, mode=self.mode)
+                labels = functional.one_hot(rows[:, 2], num_classes=self.model.num_entities).float()
+                num_classes = self.model.num_entities
             loss = self.loss.process_lcwa_scores(predictions=scores, labels=labels, label_smoothing=label_smoothing,
-                                                 num_entities=self.model.num_entities)
+                                                 num_entities=num_classes)
             return loss + _n3(self.model, rows, regularize_weight) if regularize_weight else loss
 
     return OneVsAll(model=model, triples_factory=factory, optimizer=optimizer)
@@ -335,6 +380,8 @@ def training_loop(config: KGEConfig, model, factory, optimizer):
 
     if config.train_type == "1vsAll":
         return _one_vs_all_loop(model, factory, optimizer, config.regularize_weight)
+    if config.train_type == "sampled":
+        return _one_vs_all_loop(model, factory, optimizer, config.regularize_weight, sampled=config.negatives)
     if not config.regularize_weight:
         return LCWATrainingLoop(model=model, triples_factory=factory, optimizer=optimizer, target="tail")
 
@@ -348,7 +395,7 @@ def training_loop(config: KGEConfig, model, factory, optimizer):
 
 def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_relations: int, validation: np.ndarray,
            known: np.ndarray, progress: Progress) -> Trained:
-    model = build_model(config, num_entities, num_relations)
+    model = build_model(config, num_entities, num_relations).to(device())
     factory = triples_factory(triples, num_entities, num_relations)
     optimizer = OPTIMIZERS[config.optimizer](model.parameters(), lr=config.learning_rate)
     plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=config.lr_decay, patience=0) \
@@ -361,16 +408,21 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
     epochs, stale, history = 0, 0, []
     budget = config.max_minutes * 60
     progress(0.0, f"epoch 0/{config.max_epochs}, first validation after {min(config.eval_every, config.max_epochs)} epochs")
+    out_of_time = False
     while epochs < config.max_epochs:
         chunk = min(config.eval_every, config.max_epochs - epochs)
-        with warnings.catch_warnings(), precision(config):
-            warnings.simplefilter("ignore")
-            loop.train(triples_factory=factory, num_epochs=epochs + chunk, batch_size=config.batch_size,
-                       label_smoothing=config.label_smoothing, continue_training=epochs > 0, use_tqdm=False,
-                       callbacks=[*schedule, _heartbeat(lambda epoch, until=epochs + chunk: progress(
-                           min(1.0, max((epoch - 1) / config.max_epochs, (time.monotonic() - started) / budget)),
-                           f"epoch {epoch}/{config.max_epochs}, next validation after epoch {until}"))])
-        epochs += chunk
+        try:
+            with warnings.catch_warnings(), precision(config):
+                warnings.simplefilter("ignore")
+                loop.train(triples_factory=factory, num_epochs=epochs + chunk, batch_size=config.batch_size,
+                           label_smoothing=config.label_smoothing, continue_training=epochs > 0, use_tqdm=False,
+                           callbacks=[*schedule, _heartbeat(lambda epoch, until=epochs + chunk: progress(
+                               min(1.0, max((epoch - 1) / config.max_epochs, (time.monotonic() - started) / budget)),
+                               f"epoch {epoch}/{config.max_epochs}, next validation after epoch {until}"),
+                               deadline=started + budget)])
+            epochs += chunk
+        except _OutOfTime as stopped:  # mid-chunk: the epochs begun count, the last one partly trained
+            epochs, out_of_time = stopped.epoch, True
         scores = link_prediction(model, validation, known)
         elapsed = time.monotonic() - started
         history.append({"epoch": epochs, "minutes": round(elapsed / 60, 2), "lr": optimizer.param_groups[0]["lr"], **scores})
@@ -387,7 +439,7 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
         if stale >= config.patience:
             best.stopped_because = f"validation MRR did not improve for {stale} evaluations"
             break
-        if elapsed + elapsed / epochs * min(config.eval_every, config.max_epochs - epochs) > budget:
+        if out_of_time or elapsed + elapsed / epochs * min(config.eval_every, config.max_epochs - epochs) > budget:
             # a wall-clock budget: on a machine busy with other work fewer epochs fit into it
             best.cut_short = best.epochs == epochs
             best.stopped_because = f"time budget of {config.max_minutes:g} minutes" + (
@@ -397,7 +449,7 @@ def _train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rel
         best.stopped_because = f"epoch limit {config.max_epochs}"
     if best_state is not None:
         model.load_state_dict(best_state)
-    model.eval()
+    model.to("cpu").eval()  # scored on the CPU by the tools, wherever it trained
     best.seconds, best.history = time.monotonic() - started, history
     return best
 

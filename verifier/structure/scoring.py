@@ -1,7 +1,9 @@
 """A trained structural model, loaded once per process, answering: how plausible is (h, r, t)?
 
-Scores are read as the model was trained to produce them: log p(tail | head, relation) from a softmax
-over every entity, and log p(head | tail, relation⁻¹) through the reciprocal relation. Ranks are counted
+Every triple is scored by the network of its fold (verifier/structure/folds.py), which never learnt it: a fact the
+KG states is scored exactly as a triple the KG lacks. Scores are read as the networks were trained to produce
+them: log p(tail | head, relation) from a softmax over every entity, and log p(head | tail, relation⁻¹) through
+the reciprocal relation. Ranks are counted
 among the *type-compatible* candidates only — entities sharing a declared type with the relation's range
 (domain, for heads), or, in a KG without types, entities seen in that role of the relation — so "ranked
 3rd of 40 languages" says how the tail fares against its real competitors.
@@ -34,10 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from verifier.models import Entity, HeldOutTriple, Relation, StructuralModel, Triple
+from verifier.models import Entity, FoldNetwork, Relation, StructuralModel, Triple
 from verifier.structure import described, kge, reference, stored
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import kg_triples
+from verifier.structure.folds import fold_of, fold_of_one
 from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
 EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
@@ -47,7 +50,7 @@ ALTERNATIVES = 3
 
 
 def pack(model, entity_rows: np.ndarray, relation_rows: np.ndarray) -> bytes:
-    """The weights with the row ids their indices stand for, as stored on StructuralModel.weights."""
+    """A network's weights with the row ids their indices stand for, as stored on FoldNetwork.weights."""
     buffer = io.BytesIO()
     torch.save({"state": model.state_dict(), "entity_rows": torch.as_tensor(entity_rows),
                 "relation_rows": torch.as_tensor(relation_rows)}, buffer)
@@ -74,23 +77,28 @@ class Plausibility:
     text: described.Described  # what the entities' own text says (verifier/structure/described.py)
     embedding_probability: float | None = None  # the embedding classifier's alone (its own calibration), for comparison
     reference: reference.ReferenceEvidence | None = None  # what the reference KGs hold (verifier/structure/reference.py)
+    fold: int = 0  # the network that scored it (trained without this fold)
 
 
 class LoadedModel:
-    """A StructuralModel's network and index maps in memory (see ``loaded``)."""
+    """A StructuralModel's networks and index maps in memory (see ``loaded``)."""
 
     def __init__(self, row: StructuralModel, *, references: list[int] | None = None):
         """``references``: the reference KGs to weigh (row ids); by default those the calibration was fitted with,
         or the KG's own where the model has no calibration yet."""
-        data = torch.load(io.BytesIO(bytes(row.weights)), weights_only=True)
         self.row_id = row.pk
-        self.entity_rows = data["entity_rows"].numpy()
-        self.relation_rows = data["relation_rows"].numpy()
         self.config = kge.KGEConfig.from_dict(row.config["kge"])
-        self.network = kge.build_model(self.config, len(self.entity_rows), len(self.relation_rows))
-        self.network.load_state_dict(data["state"])
-        self.network.eval()
-        self.one_question = kge.OneQuestion(self.network)
+        self.networks, self.one_question = [], []
+        for weights in FoldNetwork.objects.filter(model_id=row.pk).order_by("fold").values_list("weights", flat=True):
+            data = torch.load(io.BytesIO(bytes(weights)), weights_only=True)
+            self.entity_rows, self.relation_rows = data["entity_rows"].numpy(), data["relation_rows"].numpy()
+            network = kge.build_model(self.config, len(self.entity_rows), len(self.relation_rows))
+            network.load_state_dict(data["state"])
+            network.eval()
+            self.networks.append(network)
+            self.one_question.append(kge.OneQuestion(network))
+        if len(self.networks) != row.folds:
+            raise ValueError(f"structural model #{row.pk} has {len(self.networks)} of its {row.folds} networks")
         self.calibration = CrossFitted.from_stored(row.calibration or {}, "structural")
         fitted_on = list(self.calibration.full.features) if self.calibration is not None else []
         if fitted_on != FEATURES[:len(fitted_on)]:
@@ -106,10 +114,6 @@ class LoadedModel:
         self._kg_id, self._version = row.kg_id, row.kg_version
         self._kg = row.kg
         self.calibration_stamp = row.calibration_stamp
-        # The triples it was trained without (written with the model, before it is ready: fixed from then on); a
-        # network a configuration search holds only in memory has none stored.
-        self.held_out = set(HeldOutTriple.objects.filter(model=row).values_list("head_id", "relation_id", "tail_id")) \
-            if row.pk else set()
         if references is None:
             recorded = (row.calibration or {}).get("references")
             references = recorded if recorded is not None else reference.reference_ids(row.kg)
@@ -121,18 +125,25 @@ class LoadedModel:
         position = int(np.searchsorted(rows, value))
         return position if position < len(rows) and rows[position] == value else None
 
+    def fold(self, head_row: int, relation_row: int, tail_row: int) -> int:
+        """The network that scores this triple: the one trained without its fold."""
+        return fold_of_one(head_row, relation_row, tail_row, len(self.networks))
+
     @torch.inference_mode()
-    def log_probs(self, anchor: int, relation: int, side: str) -> np.ndarray:
-        """log p(· | anchor, relation) over all entities; side "tail": anchor is the head, "head": the tail."""
-        return torch.log_softmax(self.one_question.scores(anchor, relation, inverse=side == "head"), dim=0).numpy()
+    def log_probs(self, anchor: int, relation: int, side: str, fold: int) -> np.ndarray:
+        """log p(· | anchor, relation) over all entities by network ``fold``; side "tail": anchor is the head, "head":
+        the tail."""
+        return torch.log_softmax(self.one_question[fold].scores(anchor, relation, inverse=side == "head"), dim=0).numpy()
 
     def predicted(self, anchor_row: int, relation_row: int, side: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` likeliest type-compatible entities (row ids) on ``side`` of (anchor, relation) and their
-        probabilities: link prediction, for an entity a claim describes without naming it."""
+        probabilities, averaged over the networks: link prediction, for an entity a claim describes without naming
+        it (no triple to take a fold from)."""
         anchor, relation = self.index(entity_row=anchor_row), self.index(relation_row=relation_row)
         if anchor is None or relation is None:
             return []
-        log_probs = self.log_probs(anchor, relation, side)
+        probabilities = np.mean([np.exp(self.log_probs(anchor, relation, side, fold)) for fold in range(len(self.networks))], axis=0)
+        log_probs = np.log(np.maximum(probabilities, 1e-30))
         pool = self.candidates(relation_row, side)
         pool = pool[pool != anchor] if len(pool) else np.delete(np.arange(len(log_probs)), anchor)
         best = pool[np.argsort(-log_probs[pool], kind="stable")[:k]]
@@ -177,11 +188,6 @@ class LoadedModel:
                 self._known = {"tail": _grouped(idx[:, :2], idx[:, 2]), "head": _grouped(idx[:, 1:], idx[:, 0])}
             return self._known[side]
 
-    def learnt(self, head_row: int, relation_row: int, tail_row: int) -> bool:
-        """True when the model learnt this very triple: it is a triple of the KG that was not held out."""
-        stated = tail_row in self.text().tails.get((head_row, relation_row), ())
-        return stated and (head_row, relation_row, tail_row) not in self.held_out
-
     def text(self) -> described.DescriptionIndex:
         return described.index_for(self._kg_id, self._version)
 
@@ -190,7 +196,7 @@ class LoadedModel:
         the network was trained without)."""
         with self._lock:
             if self._references is None:
-                self._references = reference.References(self._kg, self.reference_ids, without=self.held_out)
+                self._references = reference.References(self._kg, self.reference_ids)
             return self._references
 
     def _features(self, tail_lp: np.ndarray, head_lp: np.ndarray, h: int, r: int, t: int) -> list[float]:
@@ -207,39 +213,52 @@ class LoadedModel:
         h, r, t = self.index(entity_row=head_row), self.index(relation_row=relation_row), self.index(entity_row=tail_row)
         if h is None or r is None or t is None:
             return None
-        tail_lp, head_lp = self.log_probs(h, r, "tail"), self.log_probs(t, r, "head")
+        fold = self.fold(head_row, relation_row, tail_row)
+        tail_lp, head_lp = self.log_probs(h, r, "tail", fold), self.log_probs(t, r, "head", fold)
         text = self.text().described(head_row, relation_row, tail_row)
         held = self.references().evidence(head_row, relation_row, tail_row)
         features = (self._features(tail_lp, head_lp, h, r, t) + text.features() + self._rule_features(head_row, relation_row, tail_row)
                     + held.features())
-        fold = self.folds.get((head_row, relation_row, tail_row))
+        fitted = self.folds.get((head_row, relation_row, tail_row))
         probability = None if self.calibration is None else self.calibration.probability(
-            features[:self.calibrated_features], str(relation_row), fold)
+            features[:self.calibrated_features], str(relation_row), fitted)
         embedding = None if self.embedding_calibration is None else self.embedding_calibration.probability(
-            features[:len(EMBEDDING_FEATURES)], str(relation_row), fold)
+            features[:len(EMBEDDING_FEATURES)], str(relation_row), fitted)
         none = np.empty(0, dtype=np.int64)
         tail_side = _ranked(tail_lp, t, self.candidates(relation_row, "tail"), self.known_values("tail").get((h, r), none),
                             self.entity_rows)
         head_side = _ranked(head_lp, h, self.candidates(relation_row, "head"), self.known_values("head").get((r, t), none),
                             self.entity_rows)
-        return Plausibility(probability, features, tail_side, head_side, text, embedding, held)
+        return Plausibility(probability, features, tail_side, head_side, text, embedding, held, fold)
 
     def features(self, triples: np.ndarray) -> np.ndarray:
-        """(n, len(FEATURES)) features of many row-id triples at once (calibration, evaluation)."""
+        """(n, len(FEATURES)) features of many row-id triples at once (calibration, evaluation), each scored by the
+        network of its fold."""
+        triples = np.asarray(triples, dtype=np.int64).reshape(-1, 3)
         out = np.zeros((len(triples), len(FEATURES)))
         text, references = self.text(), self.references()
-        with torch.inference_mode():
-            for start in range(0, len(triples), 512):
-                batch = triples[start:start + 512]
-                idx = np.stack([np.searchsorted(self.entity_rows, batch[:, 0]), np.searchsorted(self.relation_rows, batch[:, 1]),
-                                np.searchsorted(self.entity_rows, batch[:, 2])], axis=1)
-                tensor = torch.as_tensor(idx, dtype=torch.long)
-                tails = torch.log_softmax(self.network.predict_t(tensor[:, :2]), dim=1).numpy()
-                heads = torch.log_softmax(self.network.predict_h(tensor[:, 1:]), dim=1).numpy()
-                for row, ((h, r, t), rows) in enumerate(zip(idx.tolist(), batch.tolist(), strict=True)):
-                    out[start + row] = (self._features(tails[row], heads[row], h, r, t) + text.described(*rows).features()
-                                        + self._rule_features(*rows) + references.evidence(*rows).features())
+        folds = fold_of(triples, len(self.networks))
+        for fold, network in enumerate(self.networks):
+            positions = np.flatnonzero(folds == fold)
+            for start, tails, heads, idx, rows in self.batched_log_probs(network, triples[positions]):
+                for offset, ((h, r, t), row_ids) in enumerate(zip(idx.tolist(), rows.tolist(), strict=True)):
+                    out[positions[start + offset]] = (
+                        self._features(tails[offset], heads[offset], h, r, t) + text.described(*row_ids).features()
+                        + self._rule_features(*row_ids) + references.evidence(*row_ids).features())
         return out
+
+    def batched_log_probs(self, network, triples: np.ndarray, batch: int = 512):
+        """(start, tail log-probabilities, head log-probabilities, indices, row ids) per batch of ``triples`` (row ids)
+        scored by ``network`` against every entity."""
+        with torch.inference_mode():
+            for start in range(0, len(triples), batch):
+                rows = triples[start:start + batch]
+                idx = np.stack([np.searchsorted(self.entity_rows, rows[:, 0]), np.searchsorted(self.relation_rows, rows[:, 1]),
+                                np.searchsorted(self.entity_rows, rows[:, 2])], axis=1)
+                tensor = torch.as_tensor(idx, dtype=torch.long)
+                tails = torch.log_softmax(network.predict_t(tensor[:, :2]), dim=1).numpy()
+                heads = torch.log_softmax(network.predict_h(tensor[:, 1:]), dim=1).numpy()
+                yield start, tails, heads, idx, rows
 
     def _rule_features(self, head_row: int, relation_row: int, tail_row: int) -> list[float]:
         """What the rules mined from the KG say about the triple (all 0 where none were mined)."""
@@ -296,11 +315,9 @@ def loaded(row: StructuralModel) -> LoadedModel:
         return model
 
 
-def trained_on(row: StructuralModel, head_row: int, relation_row: int, tail_row: int) -> bool:
-    """True when the model learnt this very triple: it is a KG triple that was not held out. Read from the
-    database, for the evaluation's anti-leakage proof; the tools ask the loaded model (``LoadedModel.learnt``,
-    the same rule in memory)."""
-    in_kg = Triple.objects.filter(kg_id=row.kg_id, head_id=head_row, relation_id=relation_row, tail_id=tail_row).exists()
-    if not in_kg:
+def trained_on(row: StructuralModel, head_row: int, relation_row: int, tail_row: int, fold: int) -> bool:
+    """True when network ``fold`` of the model, which scored the triple, learnt it: a KG triple of another fold (every
+    network learns the KG's triples outside its own fold). For the evaluation's anti-leakage proof."""
+    if fold == fold_of_one(head_row, relation_row, tail_row, row.folds):
         return False
-    return not HeldOutTriple.objects.filter(model=row, head_id=head_row, relation_id=relation_row, tail_id=tail_row).exists()
+    return Triple.objects.filter(kg_id=row.kg_id, head_id=head_row, relation_id=relation_row, tail_id=tail_row).exists()

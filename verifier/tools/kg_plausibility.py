@@ -37,7 +37,7 @@ def _neighbours_line(text: TextEvidence, head: Resolved, relation: Resolved, tai
 def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, tail: Resolved, source: str) -> ToolResult:
     model = report.model
     ids = {"head": head.id, "relation": relation.id, "tail": tail.id, "labels": [head.label, relation.label, tail.label],
-           "model": model.pk, "kg_version": model.kg_version}
+           "model": model.pk, "kg_version": model.kg_version, "fold": report.fold}
     # The claim in words, never in edge notation: the anti-leakage proof flags the triple under test written as an edge.
     claim = f"{head.label} · {relation.label} · {tail.label}"
     if report.probability is None:
@@ -68,8 +68,8 @@ def observation(report: PlausibilityReport, head: Resolved, relation: Resolved, 
         EvidenceItem("plausibility", head_line, {**ids, "side": "head", "rank": report.head.rank,
                                                  "candidates": report.head.candidates}, source),
     ]
-    header = (f"Structural evidence from {model.description} and the entities' text (trained without this triple; "
-              f"a score, not a fact stated by the KG):")
+    header = (f"Structural evidence from {model.description}, network {report.fold + 1} of {model.folds} (trained without "
+              f"this triple), and the entities' text (a score, not a fact stated by the KG):")
     return ToolResult("\n".join([header, *(item.text for item in items)]), items)
 
 

@@ -29,7 +29,7 @@ from verifier import confidence, exports, services
 from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
-from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, StructuralModel, Verdict, VerificationTask
+from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
     FILTER_PARAMS,
@@ -305,9 +305,7 @@ def _confirm_preview(request: HttpRequest) -> HttpResponse:
 def _imported(request: HttpRequest, kg: KnowledgeGraph, report: services.TaskImportReport, then: str) -> HttpResponse:
     messages.success(request, f"{report.created} triple(s) queued on {kg.name} from {report.lines} row(s)"
                               + (f"; {report.already_queued} were already queued." if report.already_queued else ".")
-                              + (f" {report.learnt} are facts the structural model was trained with: a model trained "
-                                 f"without them is being made ({_training_time(kg)}; the status strip shows how far), "
-                                 "and their runs wait for it." if report.learnt else ""))
+                              + (f" {report.stated} of them are facts the KG states." if report.stated else ""))
     if then:
         _run_imported(request, report.task_ids, then)
     return redirect(f"{reverse('queue')}?{urlencode({'kg': kg.pk})}")
@@ -321,14 +319,6 @@ def _run_imported(request: HttpRequest, task_ids: list[int], kind: str) -> None:
         messages.warning(request, f"Runs were started for the first {services.MAX_BULK:,} of the {len(tasks):,} triples; the "
                                   "queue's bulk run (tick the page, then all of the view) starts the rest.")
     _run_selected(request, tasks[:services.MAX_BULK], kind)
-
-
-def _training_time(kg: KnowledgeGraph) -> str:
-    """How long the KG's structural model took to make last time (its ready model's job), as a curator reads it."""
-    ready = StructuralModel.objects.ready_for(kg)
-    if ready is None or not ready.started_at or not ready.finished_at:
-        return "minutes"
-    return f"about {max(1, round((ready.finished_at - ready.started_at).total_seconds() / 60))} minutes last time"
 
 
 def _graph_summaries() -> list[KnowledgeGraph]:

@@ -23,7 +23,7 @@ from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.lookup import find_evaluation
 from verifier.models import Evaluation, KnowledgeGraph
-from verifier.structure.training import TrainingError, learnt_triples, train, wait_for_model
+from verifier.structure.training import TrainingError, wait_for_model
 from verifier.wiring import build_llm
 
 
@@ -158,16 +158,12 @@ def claims_command(command: BaseCommand, options) -> None:
             mark = "✓" if result.correct else "✗"
             command.stdout.write(f"[{index}/{total}] line {result.line} {result.category or '-'}: {result.predicted} "
                                  f"(expected {'supported' if result.label else 'refuted'}) {mark} {result.seconds:.0f} s")
-    def unlearnt(parts: list[tuple[int, int, int]]) -> None:
+    def structure_ready(parts: list[tuple[int, int, int]]) -> None:
         if options["mode"] in MODEL_FREE_MODES:  # they rest on the structural model: train one if there is none
             wait_for_model(kg, log=command.stdout.write)
-        if learnt := learnt_triples(kg, parts):
-            command.stdout.write(f"{len(learnt)} part(s) are KG facts the structural model was trained with: "
-                                 f"training one without them first…")
-            train(kg)
     try:
         results = claims_evaluation.evaluate(kg, path, mode=options["mode"], llm=build_llm(), progress=progress,
-                                             before_runs=unlearnt, log=command.stdout.write)
+                                             before_runs=structure_ready, log=command.stdout.write)
     except (ApplicationError, TrainingError) as exc:
         raise CommandError(str(exc)) from None
     figures = claims_evaluation.summary(results)

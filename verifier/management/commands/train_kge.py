@@ -1,5 +1,5 @@
-"""``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model, with a
-progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does; ``--recalibrate``: refit the
+"""``manage.py train_kge codex-s`` — train, validate and calibrate the KG's structural model (one network per
+fold of its triples), with a progress bar (``--queue``: on a Celery worker instead, as ``load_kg`` does; ``--recalibrate``: refit the
 ready model's calibration only, its rules mined again first, in seconds; ``--restore N``: make model N, which
 the ready one replaced, ready again, recalibrated)."""
 
@@ -13,14 +13,15 @@ from tqdm import tqdm
 
 from verifier import own_weighing
 from verifier.management.lookup import kg_named
-from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple, VerificationTask
+from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple
 from verifier.selectors import model_summary
+from verifier.services import release_awaiting
 from verifier.structure import kge
 from verifier.structure.fitting import calibrate_structural, calibration_line
+from verifier.structure.folds import DEFAULT_FOLDS as FOLDS_DEFAULT
 from verifier.structure.training import (
     TrainingError,
     cut_short_warning,
-    learnt_triples,
     request_training,
     restorable,
     restore,
@@ -29,12 +30,14 @@ from verifier.structure.training import (
 
 
 class Command(BaseCommand):
-    help = "Train the KG-embedding model of a loaded KG (PyKEEN), without its queued triples, and calibrate it."
+    help = "Train the KG-embedding model of a loaded KG (PyKEEN), one network per fold of its triples, and calibrate it."
 
     def add_arguments(self, parser):
         parser.add_argument("kg", help="name of a loaded KG")
         parser.add_argument("--queue", action="store_true", help="train on a Celery worker instead of here")
-        parser.add_argument("--config", default="{}", help='KGE settings as JSON, e.g. \'{"dim": 128, "max_minutes": 5}\'')
+        parser.add_argument("--config", default="{}", help='KGE settings as JSON, e.g. \'{"dim": 128, "max_minutes": 5}\' '
+                                                           '(max_minutes: the budget of each network)')
+        parser.add_argument("--folds", type=int, default=FOLDS_DEFAULT, help="networks, each trained without one fold")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument("--recalibrate", action="store_true",
                             help="refit the calibration of the KG's ready model (its rules mined again) without retraining it")
@@ -51,13 +54,15 @@ class Command(BaseCommand):
         if options["restore"] is not None:
             self._restore(kg, options["restore"])
             return
+        if options["folds"] < 2:
+            raise CommandError("--folds: at least 2 (each network learns every fold but its own)")
         try:
             overrides = json.loads(options["config"])
-            config = kge.KGEConfig.from_dict({**self._defaults(kg), **overrides})  # never the ready model's settings
+            config = kge.KGEConfig.from_dict({**self._defaults(kg, options["folds"]), **overrides})  # never the ready model's
         except (ValueError, TypeError) as exc:
             raise CommandError(f"--config: {exc}") from None
         if options["queue"]:
-            row = request_training(kg, reason="manage.py train_kge", config=config.to_dict())
+            row = request_training(kg, reason="manage.py train_kge", config=config.to_dict(), folds=options["folds"])
             if row is None:
                 raise CommandError(f"a structural model of {kg.name} is already queued or training; see /health/")
             self.stdout.write(f"Queued structural model #{row.pk} of {kg.name} v{kg.version}; progress at /health/")
@@ -71,7 +76,7 @@ class Command(BaseCommand):
         # SIGTERM (`kill`) stops a foreground training as Ctrl-C does: the model's row is marked failed, not left training
         previous_handler = signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
-            row = train(kg, config=config, report=report)
+            row = train(kg, config=config, report=report, folds=options["folds"])
         except TrainingError as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
@@ -79,12 +84,16 @@ class Command(BaseCommand):
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
             bar.close()
+            for model in StructuralModel.objects.filter(kg=kg).exclude(status__in=[StructuralModel.Status.QUEUED,
+                                                                                    StructuralModel.Status.TRAINING]):
+                release_awaiting(model.pk)
         metrics = row.metrics
         dataset, unranked = metrics.get("dataset_validation"), metrics.get("dataset_validation_unranked")
         calibration = metrics.get("calibration", {})
         self.stdout.write(self.style.SUCCESS(
             f"Structural model #{row.pk} of {kg.name} v{row.kg_version} ready: {row.config['kge']['model']} "
-            f"dim {row.config['kge']['dim']}, {metrics['epochs']} epochs in {metrics['training_seconds'] / 60:.1f} min "
+            f"dim {row.config['kge']['dim']}, {row.folds} networks of {metrics['epochs']:g} epochs on average in "
+            f"{metrics['training_seconds'] / 60:.1f} min "
             f"({metrics['stopped_because']}); held-out MRR {metrics['validation']['mrr']:.3f}"
             + (f", dataset validation MRR {dataset['mrr']:.3f} (Hits@10 {dataset['hits_at_10']:.3f}"
                + (f"; {unranked['mrr']:.3f} on the {unranked['triples']:,} that early stopping never ranked" if unranked else "")
@@ -123,13 +132,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(f"Structural model #{row.pk} of {kg.name} v{row.kg_version} is ready again: "
                                              f"{model_summary(row)}; the model it replaces can be restored the same way"))
-        learnt = learnt_triples(kg, list(VerificationTask.objects.filter(kg=kg).values_list("head_id", "relation_id", "tail_id")))
-        if learnt:
-            self.stdout.write(self.style.WARNING(
-                f"{len(learnt)} queued triple(s) were in this model's training data: it refuses to score them and asks "
-                f"for a model trained without them (docs/structure.md)"))
 
     @staticmethod
-    def _defaults(kg: KnowledgeGraph) -> dict:
-
-        return kge.default_config(Triple.objects.filter(kg=kg).count(), Entity.objects.filter(kg=kg).count()).to_dict()
+    def _defaults(kg: KnowledgeGraph, folds: int) -> dict:
+        return kge.default_config(Triple.objects.filter(kg=kg).count(), Entity.objects.filter(kg=kg).count(),
+                                  folds=folds).to_dict()

@@ -100,7 +100,7 @@ class Command(BaseCommand):
             self.stdout.write(line)
 
         try:
-            wait_for_model(kg, triple=(task.head_id, task.relation_id, task.tail_id), log=log)
+            wait_for_model(kg, log=log)
         except TrainingError as exc:
             raise CommandError(f"{exc} (--no-structural-tools verifies without the structural model)") from None
 

@@ -51,9 +51,8 @@ class Command(BaseCommand):
             candidates = ", ".join(f"{label} ({score:.2f})" for _, label, score in found["candidates"]) or "none"
             self.stdout.write(f"{unknown} → {found['label'] or 'no entity of the KG'}; candidates: {candidates}")
         mode = options["mode"]
-        try:  # the parts' verdicts rest on a structural model that did not learn them: waited for, or trained here
-            for part in claim.parts.select_related("task"):
-                wait_for_model(kg, triple=(part.task.head_id, part.task.relation_id, part.task.tail_id), log=self.stdout.write)
+        try:  # the parts' verdicts rest on the KG's structural model: waited for, or trained here
+            wait_for_model(kg, log=self.stdout.write)
         except TrainingError as exc:
             raise CommandError(f"claim {claim.pk}: {exc}") from None
         for run in start_part_runs(claim, config={"mode": mode}, queue=False, rerun=options["rerun"]):

@@ -1,0 +1,118 @@
+"""The KG audit end to end on a small generated KG with errors planted in it: the errors rank first, with reasons
+that are true of the KG; an interrupted audit resumes where it stopped; suspects become flagged triples."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from tests.verifier.structure.test_training import TINY, generated_kg
+from tests.workers import wait_for
+from verifier.kg.amend import amend
+from verifier.kg_audit import exports
+from verifier.kg_audit.service import AuditError, prepare, queue_suspects, run_here, score_chunk, scores, start_audit
+from verifier.models import AuditChunk, AuditEvent, KGAudit, KnowledgeGraph, StructuralModel, Suspect, VerificationTask
+from verifier.structure.training import train
+
+# A town given as a country, a country born in a town, and a person who is a citizen of a person.
+PLANTED = [("P5", "citizen_of", "T3"), ("C2", "born_in", "T9"), ("P8", "citizen_of", "P9")]
+
+
+def _rows(kg, triple):
+    return (kg.entities.get(external_id=triple[0]).pk, kg.relations.get(external_id=triple[1]).pk,
+            kg.entities.get(external_id=triple[2]).pk)
+
+
+@pytest.fixture
+def noisy(db):
+    kg, _ = generated_kg("noisy")
+    amend(kg, remove=[], add=[_rows(kg, t) for t in PLANTED])
+    kg.refresh_from_db()
+    return kg
+
+
+def _ranks(audit, kg) -> dict:
+    ranked = {(s.head_id, s.relation_id, s.tail_id): s.rank for s in Suspect.objects.filter(audit=audit)}
+    return {t: ranked.get(_rows(kg, t)) for t in PLANTED}
+
+
+def test_planted_errors_rank_first_with_reasons_true_of_the_kg(noisy):
+    kg = noisy
+    train(kg, config=TINY, folds=2)
+    audit = run_here(start_audit(kg=kg, queue=False, chunk_size=100))
+    assert audit.status == KGAudit.Status.FINISHED and audit.structural_model_id is not None
+    assert audit.scored == audit.triples == kg.triples.count() and audit.chunks.filter(done=True).count() == 5
+    ranks = _ranks(audit, kg)
+    assert all(rank is not None and rank <= 10 for rank in ranks.values()), ranks  # of 403 triples
+    town_as_country = Suspect.objects.get(audit=audit, head__external_id="P5", tail__external_id="T3")
+    codes = {r["code"] for r in town_as_country.reasons}
+    assert "range" in codes  # no value of citizen of is a town: the statement is true of the KG
+    assert "functional" in codes  # P5 already has a citizenship, and a person has one
+    # Every triple is scored, the distribution and the suspects per relation are summarised.
+    rows, suspicion = scores(audit)
+    assert len(rows) == audit.triples and ((0 <= suspicion) & (suspicion <= 1)).all()
+    assert sum(audit.summary["histogram"]["counts"]) == audit.triples
+    assert audit.metrics["auc"]["all"] > 0.8 and "tail_log_p" in audit.metrics["features"]
+
+
+def test_an_interrupted_audit_resumes_from_the_chunks_still_to_score(noisy):
+    kg = noisy
+    audit = start_audit(kg=kg, queue=False, chunk_size=100)
+    prepare(audit.pk, send_chunks=False)
+    assert score_chunk(audit.pk, 0) and not score_chunk(audit.pk, 0)  # a chunk is scored once
+    assert KGAudit.objects.get(pk=audit.pk).scored == 100
+    # Another audit of the same KG waits for this one.
+    with pytest.raises(AuditError, match=f"audit #{audit.pk} of noisy is still running"):
+        start_audit(kg=kg, queue=False)
+    out = io.StringIO()
+    call_command("audit", "noisy", "--resume", "--no-progress", stdout=out)
+    audit.refresh_from_db()
+    assert audit.status == KGAudit.Status.FINISHED and audit.scored == audit.triples
+    assert AuditChunk.objects.filter(audit=audit, done=True).count() == 5
+    assert f"Audit #{audit.pk} of noisy: {audit.triples:,} triples scored" in out.getvalue()
+    assert audit.structural_model_id is None and "tail_log_p" not in audit.metrics["features"]  # no model: statistics
+
+
+def test_suspects_are_queued_as_flagged_triples_and_exported(noisy, tmp_path):
+    kg = noisy
+    audit = run_here(start_audit(kg=kg, queue=False))
+    assert queue_suspects(audit=audit, top=5) == 5
+    tasks = VerificationTask.objects.filter(kg=kg, source__startswith=f"audit:{audit.pk}")
+    assert tasks.count() == 5 and set(Suspect.objects.filter(audit=audit, rank__lte=5).values_list("task", flat=True)) == \
+        set(tasks.values_list("pk", flat=True))
+    assert queue_suspects(audit=audit, top=5) == 0  # already queued
+    assert AuditEvent.objects.filter(action="kg_audit.queue").exists()
+    text = exports.to_csv(audit)
+    assert text.splitlines()[0].startswith("rank,suspicion,head_id,head")
+    assert len(text.splitlines()) == Suspect.objects.filter(audit=audit).count() + 1
+    assert "Suspects per relation" in exports.to_html(audit)
+
+
+def test_a_reaudit_says_what_moved(noisy):
+    kg = noisy
+    first = run_here(start_audit(kg=kg, queue=False))
+    fixed = _rows(kg, PLANTED[0])
+    amend(kg, remove=[fixed], add=[])
+    kg.refresh_from_db()
+    second = run_here(start_audit(kg=kg, queue=False))
+    assert second.previous_id == first.pk
+    moved = second.summary["compared"]
+    assert moved["gone"] >= 1 and moved["kept"] >= 1
+    assert not Suspect.objects.filter(audit=second, head_id=fixed[0], relation_id=fixed[1], tail_id=fixed[2]).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_audit_workers_score_the_chunks_and_finish_it(celery_worker_process):
+    kg, _ = generated_kg("noisy")
+    audit = start_audit(kg=kg, chunk_size=100)
+    finished = wait_for(lambda: KGAudit.objects.filter(pk=audit.pk, status__in=["finished", "failed"]).first(), timeout=180,
+                        what="the audit workers to finish the audit")
+    assert finished.status == KGAudit.Status.FINISHED, finished.error
+    assert AuditChunk.objects.filter(audit=audit, done=True).count() == 4 and finished.scored == kg.triples.count()
+    assert not StructuralModel.objects.filter(kg=kg).exists()
+
+
+def test_the_audit_refuses_a_kg_with_nothing_to_audit(db):
+    empty = KnowledgeGraph.objects.create(name="empty")
+    with pytest.raises(AuditError, match="no triples of its own"):
+        start_audit(kg=empty, queue=False)
