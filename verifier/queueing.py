@@ -15,6 +15,10 @@ Celery's routing (``CELERY_TASK_ROUTES`` in kgv_web/settings.py) keeps long work
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from pathlib import Path
+
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
@@ -48,3 +52,22 @@ def enqueue(name: str, *args, task_id: str | None = None) -> None:
 def send_now(name: str, *args, task_id: str | None = None) -> None:
     """Send the task at once, on its queue (the sweeps that re-send lost messages, outside any transaction)."""
     current_app.send_task(name, args=list(args), task_id=task_id)
+
+
+def worker_commands(celery: Path, concurrency: int, schedule: Path) -> list[tuple[list[str], Callable[[], None] | None]]:
+    """The commands of one worker per queue, as `make demo` starts them, each with what runs in the child first: verification takes ``concurrency`` runs at
+    once; training and the audit one job each, at a lower CPU priority so that runs beside them keep their pace (a
+    training uses every core it is given); housekeeping also runs Celery beat (-B), which sweeps stalled runs and
+    audits and retries webhook deliveries."""
+
+    def worker(queue: str, slots: int, *extra: str) -> list[str]:
+        return [str(celery), "-A", "kgv_web", "worker", "--loglevel", "INFO", "-Q", queue, "--concurrency", str(slots),
+                "--hostname", f"kgv-{queue}@%h", *extra]
+
+    def lower_priority() -> None:
+        os.nice(10)
+
+    return [(worker("verification", concurrency), None),
+            (worker("training", 1), lower_priority),
+            (worker("audit", 1), lower_priority),
+            (worker("housekeeping", 1, "-B", "--schedule", str(schedule)), None)]

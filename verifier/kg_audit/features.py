@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ FEATURES = GRAPH_FEATURES + EMBEDDING_FEATURES
 # Above this many entities a triple's score is compared with a fixed sample of them, not with every one.
 FULL_SOFTMAX_ENTITIES = 50_000
 SAMPLED_ENTITIES = 1024
-BATCH = 512
+BATCH = 256
 
 
 @dataclass
@@ -79,26 +80,25 @@ class AuditView:
 
 
 def _side_scores(network, batch: torch.Tensor, sample: torch.Tensor | None, entities: int) -> np.ndarray:
-    """[tail log p, head log p, tail rank share, head rank share] of each (h, r, t) index row of ``batch``."""
+    """[tail log p, head log p, tail rank share, head rank share] of each (h, r, t) index row of ``batch``. Heads are
+    scored as the network was trained to predict them: tails of the inverse relation (PyKEEN's predict_h)."""
     columns = []
     for side in ("tail", "head"):
         if side == "tail":
-            anchor_relation, target = batch[:, :2], batch[:, 2]
-            score = lambda rows, candidates=None: network.score_t(hr_batch=rows, tails=candidates)  # noqa: E731
+            target = batch[:, 2]
+            score = partial(lambda candidates, query: network.predict_t(query, tails=candidates), query=batch[:, :2])
         else:
-            anchor_relation, target = batch[:, [1, 2]], batch[:, 0]
-            score = lambda rows, candidates=None: network.score_h(rt_batch=rows, heads=candidates)  # noqa: E731
+            target = batch[:, 0]
+            score = partial(lambda candidates, query: network.predict_h(query, heads=candidates), query=batch[:, 1:])
         if sample is None:
-            scores = score(anchor_relation)
+            scores = score(None)
             own = scores.gather(1, target[:, None])
             log_norm = torch.logsumexp(scores, dim=1, keepdim=True)
-            above = (scores > own).float().mean(dim=1)
         else:  # the target against a fixed sample, its log-normaliser scaled up to every entity
-            scores = score(anchor_relation, sample)
-            own = score(anchor_relation, target[:, None])  # each row against its own target
+            scores = score(sample)
+            own = score(target[:, None])  # each row against its own target
             log_norm = torch.logsumexp(torch.cat([scores, own], dim=1), dim=1, keepdim=True) + np.log(entities / (len(sample) + 1))
-            above = (scores > own).float().mean(dim=1)
-        columns += [(own - log_norm)[:, 0], above]
+        columns += [(own - log_norm)[:, 0], (scores > own).float().mean(dim=1)]
     tail_lp, tail_above, head_lp, head_above = columns
     return torch.stack([tail_lp, head_lp, tail_above, head_above], dim=1).float().numpy()
 

@@ -27,6 +27,7 @@ from verifier.management.commands.load_kg import REFERENCES, add_reference
 from verifier.memory.bank import seed_if_empty
 from verifier.models import KnowledgeGraph, VerificationTask
 from verifier.queue_filters import by_origin
+from verifier.queueing import worker_commands
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, set_role
 from verifier.services import queue_validation_sample
 from verifier.structure.training import ensure_model
@@ -34,25 +35,6 @@ from verifier.structure.training import ensure_model
 DEMO_USERNAME = "demo"
 DEMO_SAMPLE = 20  # flagged triples queued on the first start
 DEMO_USERS = {DEMO_USERNAME: ADMIN, "reviewer": REVIEWER, "curator": CURATOR, "viewer": VIEWER}
-
-
-def worker_commands(celery: Path, concurrency: int, schedule: Path) -> list[tuple[list[str], object]]:
-    """One worker per queue (verifier/queueing.py), each with how it starts: verification takes ``concurrency`` runs at
-    once; training and the audit one job each, at a lower CPU priority so that runs beside them keep their pace (a
-    training uses every core it is given); housekeeping also runs Celery beat (-B), which sweeps stalled runs and
-    audits and retries webhook deliveries."""
-
-    def worker(queue: str, slots: int, *extra: str) -> list[str]:
-        return [str(celery), "-A", "kgv_web", "worker", "--loglevel", "INFO", "-Q", queue, "--concurrency", str(slots),
-                "--hostname", f"kgv-{queue}@%h", *extra]
-
-    def lower_priority() -> None:
-        os.nice(10)
-
-    return [(worker("verification", concurrency), None),
-            (worker("training", 1), lower_priority),
-            (worker("audit", 1), lower_priority),
-            (worker("housekeeping", 1, "-B", "--schedule", str(schedule)), None)]
 
 
 def _port_free(host: str, port: int) -> bool:
