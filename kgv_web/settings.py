@@ -121,6 +121,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "kgv_web.middleware.RequestSizeGate",  # needs the user; before anything reads the body
     "django.contrib.messages.middleware.MessageMiddleware",
+    "verifier.web.errors.ApplicationErrorPages",  # a refused page request is a 400 with the reason, not a 500
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into the lockout response
 ]

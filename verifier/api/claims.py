@@ -24,6 +24,7 @@ from verifier.claims.service import (
 )
 from verifier.claims.verdict import ClaimVerdict
 from verifier.models import Claim, ClaimReview, KnowledgeGraph
+from verifier.params import get_id
 from verifier.roles import REVIEWER, has_role
 
 
@@ -114,10 +115,8 @@ class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         claims = Claim.objects.prefetch_related("reviews__reviewer")
         params = self.request.query_params
         if self.action == "list":
-            if kg := params.get("kg"):
-                if not kg.isdigit():
-                    raise exceptions.ValidationError({"kg": ["a knowledge-graph id"]})
-                claims = claims.filter(kg_id=int(kg))
+            if (kg := get_id(params, "kg", hint="a knowledge-graph id")) is not None:
+                claims = claims.filter(kg_id=kg)
             if claim_status := params.get("status"):
                 if claim_status not in Claim.Status.values:
                     raise exceptions.ValidationError({"status": [f"one of {', '.join(Claim.Status.values)}"]})

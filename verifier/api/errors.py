@@ -5,7 +5,7 @@
 - ``message``: one sentence for a person;
 - ``details``: per-field messages of a validation error, the bad rows of an import, otherwise null.
 
-Services raise an ``ApplicationError`` (``ReviewRejected``, ``ImportRejected``, ``QueueFilterError``, …) for
+Services raise an ``ApplicationError`` (``ReviewRejected``, ``ImportRejected``, ``ParameterError``, …) for
 requests they cannot carry out; those become 4xx here, so views never translate them one by one. Any other
 exception is a defect: a 500 through Django's normal reporting (logged with its traceback).
 """
@@ -21,7 +21,7 @@ from rest_framework.views import exception_handler
 from verifier.confidence import Unweighed
 from verifier.errors import ApplicationError
 from verifier.kg.loader import ImportRejected
-from verifier.queue_filters import QueueFilterError
+from verifier.params import ParameterError
 from verifier.services import ReviewRejected, TaskBusy
 
 
@@ -42,7 +42,7 @@ def _application_error(exc: ApplicationError) -> Response:
         rows = [{"line": p.line, "message": p.message} for p in exc.problems]
         message = f"{len(rows)} bad row(s); nothing was imported."
         return Response(error_body("import_rejected", message, {"rows": rows}), status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, QueueFilterError):
+    if isinstance(exc, ParameterError):
         return Response(error_body("invalid", str(exc), {exc.param: [str(exc)]}), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, (TaskBusy, Unweighed)):  # valid, but not while the task or the installation is in this state
         return Response(error_body("conflict", str(exc)), status=status.HTTP_409_CONFLICT)

@@ -24,6 +24,7 @@ from verifier.comparison import compare_runs
 from verifier.evaluation import control
 from verifier.exports.records import select
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
+from verifier.params import get_ids, get_int
 from verifier.queue_filters import annotate_latest, filter_tasks
 from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
 from verifier.selectors import HEAVY_FIELDS, audit_events, memory_entries, tasks_in_flight
@@ -49,13 +50,6 @@ QUEUE_PARAMETERS = [
     OpenApiParameter("q", str, description="search in head, relation and tail labels"),
     OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),
 ]
-
-
-def _id_list(value: str, name: str) -> list[int]:
-    parts = [part.strip() for part in value.split(",") if part.strip()]
-    if not all(part.isdigit() for part in parts):
-        raise exceptions.ValidationError({name: ["a comma-separated list of ids, e.g. 1,2,3"]})
-    return [int(part) for part in parts]
 
 
 # ------------------------------------------------------------------------------------------------- tasks
@@ -137,8 +131,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
                 .defer(*(f"{model}__{name}" for model in ("structural_model", "awaiting_model") for name in HEAVY_FIELDS)))
         if self.action == "list":
             params = self.request.query_params
-            if task := params.get("task"):
-                runs = runs.filter(task_id__in=_id_list(task, "task"))
+            if tasks := get_ids(params, "task"):
+                runs = runs.filter(task_id__in=tasks)
             if run_status := params.get("status"):
                 if run_status not in Run.Status.values:
                     raise exceptions.ValidationError({"status": [f"one of {', '.join(Run.Status.values)}"]})
@@ -162,10 +156,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def steps(self, request: Request, pk=None) -> Response:
         """The run's steps in order; ``?after=<seq>`` resumes after the last one a client has."""
         run = self.get_object()
-        after = request.query_params.get("after", "0")
-        if not after.isdigit():
-            raise exceptions.ValidationError({"after": ["a step sequence number (0 or more)"]})
-        steps = run.steps.filter(seq__gt=int(after)).order_by("seq")
+        after = get_int(request.query_params, "after", 0)
+        steps = run.steps.filter(seq__gt=after).order_by("seq")
         return Response(s.StepSerializer(steps, many=True).data)
 
     @extend_schema(request=None, responses={200: s.RunSerializer, 409: OpenApiResponse(description="the run had already ended")})
@@ -423,9 +415,9 @@ class ExportView(APIView):
     def get(self, request: Request, fmt: str) -> HttpResponse:
         if fmt not in exports.FORMATS:
             raise exceptions.NotFound(f"unknown export format {fmt!r}; use {', '.join(exports.FORMATS)}")
-        selection = select(task_ids=_id_list(request.query_params.get("tasks", ""), "tasks"),
-                           run_ids=_id_list(request.query_params.get("runs", ""), "runs"),
-                           claim_ids=_id_list(request.query_params.get("claims", ""), "claims"))
+        params = request.query_params
+        selection = select(task_ids=get_ids(params, "tasks"), run_ids=get_ids(params, "runs"),
+                           claim_ids=get_ids(params, "claims"))
         return exports.file_response(selection, fmt, base=request.build_absolute_uri("/api/"),
                                      inline=request.query_params.get("inline") in ("1", "true"))
 
