@@ -229,6 +229,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["verifier.api.throttling.AnonymousRate", "verifier.roles.HasRole"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],  # /api/docs/ is the browsable view
+    # JSON bodies within bounds of depth, numbers and text (verifier/json_input.py); forms and uploads as DRF reads them.
+    "DEFAULT_PARSER_CLASSES": ["verifier.api.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "EXCEPTION_HANDLER": "verifier.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "verifier.api.pagination.PagePagination",

@@ -12,6 +12,7 @@ import io
 import json
 from dataclasses import dataclass
 
+from verifier.json_input import JSONRefused, parse_json
 from verifier.models import Claim
 
 MAX_CLAIM_CHARS = 1000
@@ -89,9 +90,12 @@ def _jsonl_rows(text: str):
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
+            data = parse_json(raw)
         except json.JSONDecodeError as error:
             yield number, ValueError(f"not JSON ({error.msg})")
+            continue
+        except JSONRefused as error:  # too deep, a number or a character no field can hold
+            yield number, error
             continue
         if not isinstance(data, dict):
             yield number, ValueError("not a JSON object")
