@@ -8,14 +8,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kgv_web.settings")
 django_asgi_app = get_asgi_application()  # sets Django up before the consumers import models
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from verifier.realtime.routing import websocket_urlpatterns  # noqa: E402
+from verifier.realtime.routing import router  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(router())),
     }
 )

@@ -18,6 +18,14 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
 
+class UnknownPathConsumer(AsyncJsonWebsocketConsumer):
+    """Any websocket path no route serves: the handshake is refused (closed with 4404), as a missing page is a
+    404; without it the router raises and the server answers 500 and logs a traceback."""
+
+    async def connect(self) -> None:
+        await self.close(code=CLOSE_NOT_FOUND)
+
+
 class RunStepsConsumer(AsyncJsonWebsocketConsumer):
     """``/ws/runs/<id>/?after=<seq>``: every step with seq > after, in order, without duplicates.
 
