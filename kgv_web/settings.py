@@ -21,7 +21,8 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
-# Largest upload (flagged-triple files); bigger bodies are refused from their headers (kgv_web/middleware.py).
+# Largest upload (flagged-triple files); bigger bodies are refused from their headers, before they are read
+# (kgv_web/request_limits.py), as is a body over DATA_UPLOAD_MAX_MEMORY_SIZE that is not a signed-in caller's upload.
 KGV_MAX_UPLOAD_BYTES = env_int("KGV_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, minimum=1024)
 
 # HTTPS in production (DEBUG off): secure cookies, a redirect to HTTPS and HSTS, each adjustable. Behind a
@@ -119,7 +120,6 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "kgv_web.middleware.RequestSizeGate",  # needs the user; before anything reads the body
     "django.contrib.messages.middleware.MessageMiddleware",
     "verifier.web.errors.ApplicationErrorPages",  # a refused page request is a 400 with the reason, not a 500
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
