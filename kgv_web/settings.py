@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from kgv_web import embedded
-from kgv_web.env import database_from_url, env_bool, env_float, env_int, env_list, env_str, env_url
+from kgv_web.env import database_from_url, env_bool, env_float, env_int, env_list, env_networks, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -24,6 +24,10 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Largest upload (flagged-triple files); bigger bodies are refused from their headers, before they are read
 # (kgv_web/request_limits.py), as is a body over DATA_UPLOAD_MAX_MEMORY_SIZE that is not a signed-in caller's upload.
 KGV_MAX_UPLOAD_BYTES = env_int("KGV_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, minimum=1024)
+
+# Webhooks (and any URL a user sets) never reach loopback, private, link-local or other internal addresses
+# (verifier/outbound.py), except in the networks listed here, e.g. "10.20.0.0/16" for a receiver on the LAN.
+KGV_WEBHOOK_ALLOWED_NETWORKS = env_networks("KGV_WEBHOOK_ALLOWED_NETWORKS")
 
 # HTTPS in production (DEBUG off): secure cookies, a redirect to HTTPS and HSTS, each adjustable. Behind a
 # proxy that terminates TLS, KGV_PROXY_SSL_HEADER=1 trusts its X-Forwarded-Proto header.

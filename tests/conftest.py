@@ -70,9 +70,10 @@ def scripted_model():
 
 @pytest.fixture(scope="session")
 def app_env(scripted_model):
-    """Environment of the processes a test starts (worker, web server): the scripted model, no local one."""
+    """Environment of the processes a test starts (worker, web server): the scripted model, no local one; webhooks
+    may reach the tests' receivers on this machine (loopback)."""
     return {"LLM_BASE_URL": scripted_model.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0",
-            "KGV_LOCAL_LLM": "off"}
+            "KGV_LOCAL_LLM": "off", "KGV_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
 
 
 @pytest.fixture(scope="session")
