@@ -100,7 +100,8 @@ class TaskImportResultSerializer(serializers.Serializer):
     learnt = serializers.IntegerField(help_text="triples the ready structural model was trained with: a model trained "
                                                 "without them is requested, and their runs wait for it")
     lines = serializers.IntegerField()
-    skipped = ImportRowSerializer(many=True)
+    skipped = ImportRowSerializer(many=True, help_text="the rows left out (skip_invalid), the first 100")
+    skipped_count = serializers.IntegerField(help_text="how many rows were left out")
 
 
 class ConfigField(serializers.JSONField):

@@ -21,6 +21,7 @@ from verifier import exports, services
 from verifier.api import serializers as s
 from verifier.api.errors import Conflict
 from verifier.comparison import compare_runs
+from verifier.errors import listed
 from verifier.evaluation import control
 from verifier.exports.records import select
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
@@ -78,7 +79,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             report = services.import_flagged_triples(kg=form.validated_data["kg"], path=path, actor=request.user,
                                                      skip_invalid=form.validated_data["skip_invalid"])
         result = {"created": report.created, "already_queued": report.already_queued, "lines": report.lines,
-                  "learnt": report.learnt, "skipped": [{"line": p.line, "message": p.message} for p in report.skipped]}
+                  "learnt": report.learnt, "skipped": [{"line": p.line, "message": p.message} for p in listed(report.skipped)],
+                  "skipped_count": len(report.skipped)}
         return Response(result, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.TaskBulkSerializer, responses={200: s.TaskBulkResultSerializer})

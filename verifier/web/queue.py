@@ -26,6 +26,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import confidence, exports, services
+from verifier.errors import listed
 from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
@@ -355,6 +356,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid() and request.POST.get("step") == "preview":
         path = _keep_for_confirmation(request, form)
         context["preview"] = preview(form.cleaned_data["kg"], path)
+        context["preview_problems"] = listed(context["preview"].problems)
         context["preview_kg"] = form.cleaned_data["kg"]
         context["preview_name"] = path.name
         context["preview_token"] = request.session[PREVIEW_SESSION_KEY]["token"]
@@ -364,7 +366,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
         try:
             report = _import_file(form, request.user)
         except ImportRejected as rejected:
-            context["problems"] = rejected.problems
+            context["problems"], context["problem_count"] = listed(rejected.problems), len(rejected.problems)
             context["rejected_name"] = form.cleaned_data["file"].name
             return render(request, "verifier/queue_import.html", context, status=400)
         return _imported(request, form.cleaned_data["kg"], report, form.cleaned_data["then"])
