@@ -1,4 +1,5 @@
-"""Requests refused before any view reads them (request sizes are limited earlier still, in kgv_web/request_limits.py)."""
+"""Requests refused before any view reads them (request sizes are limited earlier still, in kgv_web/request_limits.py),
+and the Content-Security-Policy every answer carries."""
 
 from __future__ import annotations
 
@@ -41,3 +42,31 @@ class RejectNulMiddleware:
             return any("\x00" in value for values in request.POST.lists() for value in values[1])
         return False
 
+
+# Scripts only from KGV's own files: no inline script or event handler runs, so markup that slipped through escaping
+# could not execute. Inline styles stay allowed (style attributes that size bars, the report's stylesheet), which
+# cannot run code.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "connect-src 'self'",  # includes the page's own ws:// and wss:// origin
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
+
+
+class ContentSecurityPolicyMiddleware:
+    """Every HTML answer carries CONTENT_SECURITY_POLICY (files — exports, charts, JSON — need none)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.get("Content-Type", "").startswith("text/html"):
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response

@@ -37,10 +37,22 @@ def chromium():
 
 @pytest.fixture
 def browser_context(chromium, server_url):
+    """A fresh browser context. Every page it opens keeps the Content-Security-Policy: a violation (an inline script
+    or handler, a script from elsewhere) is reported on the console, and fails the test."""
     context = chromium.new_context(base_url=server_url, accept_downloads=True, viewport={"width": 1400, "height": 900})
     context.set_default_timeout(15_000)
+    violations = policy_violations(context)
     yield context
     context.close()
+    assert not violations, f"Content-Security-Policy violations: {violations}"
+
+
+def policy_violations(context) -> list[str]:
+    """The Content-Security-Policy violations the context's pages report on the console, as they happen."""
+    violations: list[str] = []
+    context.on("console", lambda message: violations.append(f"{message.page.url if message.page else ''}: {message.text}")
+               if message.type == "error" and "Content Security Policy" in message.text else None)
+    return violations
 
 
 def sign_in(context, username: str, password: str):
