@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 
+from django.core.exceptions import SuspiciousOperation
 from django.http import HttpResponse
 
 from kgv_web.request_limits import Refusal, refusal_content
+from verifier.errors import body_refusal
 
 _JSON_NUL = re.compile(rb"\\u0000", re.IGNORECASE)
 MESSAGE = "The request contains a NUL character (\\u0000), which no text field accepts."
@@ -27,7 +29,13 @@ class RejectNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if self._carries_nul(request):
+        try:
+            carries_nul = self._carries_nul(request)
+        except SuspiciousOperation as exc:  # a body Django will not parse: too many fields, too large
+            if (refused := body_refusal(exc)) is None:
+                raise
+            return _refusal(request, *refused)
+        if carries_nul:
             return _refusal(request, 400, "invalid", MESSAGE)
         return self.get_response(request)
 

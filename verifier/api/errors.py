@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from verifier.confidence import Unweighed
-from verifier.errors import MAX_LISTED_PROBLEMS, ApplicationError, listed
+from verifier.errors import MAX_LISTED_PROBLEMS, ApplicationError, body_refusal, listed
 from verifier.kg.loader import ImportRejected
 from verifier.params import ParameterError
 from verifier.services import ReviewRejected, TaskBusy
@@ -90,6 +90,9 @@ def api_exception_handler(exc, context):
     """DRF's EXCEPTION_HANDLER: DRF's own handling (status, headers such as WWW-Authenticate), our shape."""
     if isinstance(exc, ApplicationError):
         return _application_error(exc)
+    if refused := body_refusal(exc):  # too many fields or files: Django would answer HTML and log a traceback
+        status_code, code, message = refused
+        return Response(error_body(code, message), status=status_code)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):
