@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from verifier.errors import ApplicationError
 
 MAX_ID = 2**63 - 1  # PostgreSQL bigint, the type of every primary key
-MAX_IDS = 500  # the longest list of ids a parameter may carry
+MAX_IDS = 1000  # the longest list of ids a parameter may carry: as many as a bulk action or an export takes
 MAX_INTEGER_DIGITS = 18  # bounded integers (sequence numbers, sizes) stay well inside bigint
 
 
