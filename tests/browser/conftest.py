@@ -38,7 +38,8 @@ def chromium():
 @pytest.fixture
 def browser_context(chromium, server_url):
     """A fresh browser context. Every page it opens keeps the Content-Security-Policy: a violation (an inline script
-    or handler, a script from elsewhere) is reported on the console, and fails the test."""
+    or handler, a script from elsewhere) is reported on the console, and fails the test. (The policy allows no eval,
+    which Playwright's wait_for_function needs: tests wait for selectors instead.)"""
     context = chromium.new_context(base_url=server_url, accept_downloads=True, viewport={"width": 1400, "height": 900})
     context.set_default_timeout(15_000)
     violations = policy_violations(context)

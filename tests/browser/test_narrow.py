@@ -68,7 +68,7 @@ def test_an_administrators_top_bar_fits_a_laptop_screen_on_one_line_per_link(chr
         page = sign_in(context, "alexandra", PASSWORD)
         page.goto("/evaluations/")
         page.wait_for_load_state("networkidle")
-        page.wait_for_function("document.getElementById('service-status').dataset.state !== 'unknown'")
+        page.wait_for_selector("#service-status:not([data-state='unknown'])")
         assert page.evaluate(WRAPPED_LINKS) == []
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         box = page.get_by_role("button", name="Sign out").bounding_box()
