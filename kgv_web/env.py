@@ -7,6 +7,7 @@ so a typo stops the process at start-up instead of surfacing as a strange error 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -63,6 +64,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Comma-separated networks in CIDR notation (``10.1.0.0/16,::1/128``; a bare address is its own network)."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a network such as 10.1.0.0/16 or an address") from None
+    return networks
 
 
 def env_url(name: str, default: str = "", *, schemes: tuple[str, ...]) -> str:

@@ -1,23 +1,23 @@
-"""Requests refused before any view reads them."""
+"""Requests refused before any view reads them (request sizes are limited earlier still, in kgv_web/request_limits.py),
+and the Content-Security-Policy every answer carries."""
 
 from __future__ import annotations
 
 import re
 
-from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.core.exceptions import SuspiciousOperation
+from django.http import HttpResponse
+
+from kgv_web.request_limits import Refusal, refusal_content
+from verifier.errors import body_refusal
 
 _JSON_NUL = re.compile(rb"\\u0000", re.IGNORECASE)
 MESSAGE = "The request contains a NUL character (\\u0000), which no text field accepts."
 
 
 def _refusal(request, status: int, code: str, message: str) -> HttpResponse:
-    """The API's one error shape under /api/, plain text elsewhere."""
-    if request.path.startswith("/api/"):
-        from verifier.api.errors import error_body
-
-        return JsonResponse(error_body(code, message), status=status)
-    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    content_type, body = refusal_content(request.path, Refusal(status, code, message))
+    return HttpResponse(body, status=status, content_type=content_type)
 
 
 class RejectNulMiddleware:
@@ -29,7 +29,13 @@ class RejectNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if self._carries_nul(request):
+        try:
+            carries_nul = self._carries_nul(request)
+        except SuspiciousOperation as exc:  # a body Django will not parse: too many fields, too large
+            if (refused := body_refusal(exc)) is None:
+                raise
+            return _refusal(request, *refused)
+        if carries_nul:
             return _refusal(request, 400, "invalid", MESSAGE)
         return self.get_response(request)
 
@@ -45,35 +51,30 @@ class RejectNulMiddleware:
         return False
 
 
+# Scripts only from KGV's own files: no inline script or event handler runs, so markup that slipped through escaping
+# could not execute. Inline styles stay allowed (style attributes that size bars, the report's stylesheet), which
+# cannot run code.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "connect-src 'self'",  # includes the page's own ws:// and wss:// origin
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
 
 
-class RequestSizeGate:
-    """Large bodies are judged by their headers, before a byte of them is read: over KGV_MAX_UPLOAD_BYTES
-    they are refused (413); over Django's in-memory limit (an upload) they need a signed-in caller — a
-    session or a valid API token — or they are refused (401) instead of being spooled to disk first."""
+class ContentSecurityPolicyMiddleware:
+    """Every HTML answer carries CONTENT_SECURITY_POLICY (files — exports, charts, JSON — need none)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            return _refusal(request, 400, "invalid", "The Content-Length header is not a number.")
-        limit = settings.KGV_MAX_UPLOAD_BYTES
-        if length > limit:
-            return _refusal(request, 413, "too_large", f"The request body is larger than {limit // (1024 * 1024)} MB.")
-        if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE and not self._signed_in(request):
-            return _refusal(request, 401, "not_authenticated", "Sign in (or send an API token) before uploading.")
-        return self.get_response(request)
-
-    @staticmethod
-    def _signed_in(request) -> bool:
-        if request.user.is_authenticated:
-            return True
-        scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-        if scheme.lower() != "token" or not key.strip():
-            return False
-        from rest_framework.authtoken.models import Token
-
-        return Token.objects.filter(key=key.strip(), user__is_active=True).exists()
+        response = self.get_response(request)
+        if response.get("Content-Type", "").startswith("text/html"):
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from kgv_web import embedded
-from kgv_web.env import database_from_url, env_bool, env_float, env_int, env_list, env_str, env_url
+from kgv_web.env import database_from_url, env_bool, env_float, env_int, env_list, env_networks, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -21,8 +21,13 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
-# Largest upload (flagged-triple files); bigger bodies are refused from their headers (kgv_web/middleware.py).
+# Largest upload (flagged-triple files); bigger bodies are refused from their headers, before they are read
+# (kgv_web/request_limits.py), as is a body over DATA_UPLOAD_MAX_MEMORY_SIZE that is not a signed-in caller's upload.
 KGV_MAX_UPLOAD_BYTES = env_int("KGV_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, minimum=1024)
+
+# Webhooks (and any URL a user sets) never reach loopback, private, link-local or other internal addresses
+# (verifier/outbound.py), except in the networks listed here, e.g. "10.20.0.0/16" for a receiver on the LAN.
+KGV_WEBHOOK_ALLOWED_NETWORKS = env_networks("KGV_WEBHOOK_ALLOWED_NETWORKS")
 
 # HTTPS in production (DEBUG off): secure cookies, a redirect to HTTPS and HSTS, each adjustable. Behind a
 # proxy that terminates TLS, KGV_PROXY_SSL_HEADER=1 trusts its X-Forwarded-Proto header.
@@ -116,14 +121,15 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "kgv_web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "kgv_web.middleware.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "kgv_web.middleware.RequestSizeGate",  # needs the user; before anything reads the body
     "django.contrib.messages.middleware.MessageMiddleware",
+    "verifier.web.errors.ApplicationErrorPages",  # a refused page request is a 400 with the reason, not a 500
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into the lockout response
 ]
@@ -248,6 +254,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["verifier.api.throttling.AnonymousRate", "verifier.roles.HasRole"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],  # /api/docs/ is the browsable view
+    # JSON bodies within bounds of depth, numbers and text (verifier/json_input.py); forms and uploads as DRF reads them.
+    "DEFAULT_PARSER_CLASSES": ["verifier.api.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "EXCEPTION_HANDLER": "verifier.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "verifier.api.pagination.PagePagination",

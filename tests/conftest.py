@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.users import make_user  # noqa: E402,F401  (fixtures shared by the test tree)
+from tests.live_server import daphne_server, server_url  # noqa: E402,F401  (fixtures shared by the test tree)
+from tests.users import make_user  # noqa: E402,F401
 from tests.world import codex_like, shipped_weighing, weighed_by_every_kg, world, world_kg  # noqa: E402,F401
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -69,9 +70,10 @@ def scripted_model():
 
 @pytest.fixture(scope="session")
 def app_env(scripted_model):
-    """Environment of the processes a test starts (worker, web server): the scripted model, no local one."""
+    """Environment of the processes a test starts (worker, web server): the scripted model, no local one; webhooks
+    may reach the tests' receivers on this machine (loopback)."""
     return {"LLM_BASE_URL": scripted_model.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0",
-            "KGV_LOCAL_LLM": "off"}
+            "KGV_LOCAL_LLM": "off", "KGV_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
 
 
 @pytest.fixture(scope="session")

@@ -42,8 +42,8 @@ from django.db.models import CharField, F, JSONField, OuterRef, Q, QuerySet, Sub
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 
-from verifier.errors import ApplicationError
 from verifier.models import Agreement, ClaimPart, Run, Verdict, VerificationTask
+from verifier.params import ParameterError, get_choices, get_fraction, get_id, is_id, parse_id, single
 from verifier.quality import CODES
 
 SORT_KEYS = {
@@ -67,12 +67,7 @@ EVALUATION_SOURCE_PREFIX = "evaluation:"  # verifier/evaluation/runner.py names 
 SIGNAL_VALUES = (*CODES, "any", "none")
 
 
-class QueueFilterError(ApplicationError):
-    """A queue filter parameter whose value cannot be used; ``param`` names it."""
-
-    def __init__(self, param: str, message: str):
-        self.param = param
-        super().__init__(f"{param}: {message}")
+QueueFilterError = ParameterError  # a filter parameter whose value cannot be used (verifier/params.py)
 
 
 def annotate_latest(queryset: QuerySet) -> QuerySet:
@@ -106,52 +101,6 @@ _AGREEMENT_SQL = """
           ORDER BY r.reviewer_id, r.created_at DESC, r.id DESC) d"""
 
 
-def _values(params: Mapping, name: str) -> list[str]:
-    """All values of a parameter, repeated or comma-separated, blanks dropped."""
-    raw = params.getlist(name) if hasattr(params, "getlist") else params.get(name)
-    if raw is None:
-        return []
-    items = raw if isinstance(raw, list | tuple) else [raw]
-    return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
-
-
-def _single(params: Mapping, name: str) -> str:
-    values = _values(params, name)
-    if len(values) > 1:
-        raise QueueFilterError(name, "give one value")
-    return values[0] if values else ""
-
-
-def _integer(params: Mapping, name: str) -> int | None:
-    value = _single(params, name)
-    if not value:
-        return None
-    if not value.isdigit():
-        raise QueueFilterError(name, f"{value!r} is not an id")
-    return int(value)
-
-
-def _fraction(params: Mapping, name: str) -> float | None:
-    value = _single(params, name)
-    if not value:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        raise QueueFilterError(name, f"{value!r} is not a number") from None
-    if not 0.0 <= number <= 1.0:
-        raise QueueFilterError(name, "must be between 0 and 1")
-    return number
-
-
-def _choices(params: Mapping, name: str, allowed) -> list[str]:
-    values = _values(params, name)
-    unknown = [v for v in values if v not in allowed]
-    if unknown:
-        raise QueueFilterError(name, f"unknown value {unknown[0]!r}; use {', '.join(allowed)}")
-    return values
-
-
 def _filter_assignee(queryset: QuerySet, value: str, user) -> QuerySet:
     if value == "none":
         return queryset.filter(assignee__isnull=True)
@@ -159,9 +108,7 @@ def _filter_assignee(queryset: QuerySet, value: str, user) -> QuerySet:
         if user is None or not user.is_authenticated:
             raise QueueFilterError("assignee", "'me' needs a signed-in user")
         return queryset.filter(assignee=user)
-    if not value.isdigit():
-        raise QueueFilterError("assignee", f"{value!r} is not a user id, 'me' or 'none'")
-    return queryset.filter(assignee_id=int(value))
+    return queryset.filter(assignee_id=parse_id(value, "assignee", "a user id, 'me' or 'none'"))
 
 
 def _filter_verdict(queryset: QuerySet, verdicts: list[str]) -> QuerySet:
@@ -195,7 +142,7 @@ def _filter_signals(queryset: QuerySet, wanted: list[str]) -> QuerySet:
 
 def _filter_relation(queryset: QuerySet, value: str) -> QuerySet:
     """A relation by id, by the KG's own id (``P27``) or by its label (``country of citizenship``, any case)."""
-    if value.isdigit():
+    if is_id(value):
         return queryset.filter(relation_id=int(value))
     return queryset.filter(Q(relation__external_id=value) | Q(relation__label__iexact=value))
 
@@ -217,9 +164,7 @@ def by_origin(queryset: QuerySet, origin: str = "work") -> QuerySet:
 def _filter_claim(queryset: QuerySet, claim: str) -> QuerySet:
     parts = ClaimPart.objects.all()
     if claim != "any":
-        if not claim.isdigit():
-            raise QueueFilterError("claim", f"a claim id or 'any', not {claim!r}")
-        parts = parts.filter(claim_id=int(claim))
+        parts = parts.filter(claim_id=parse_id(claim, "claim", "a claim id or 'any'"))
     return queryset.filter(pk__in=parts.values("task_id"))
 
 
@@ -244,31 +189,31 @@ def sort_order(value: str) -> list:
 def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
     """``queryset`` of VerificationTask annotated (annotate_latest), filtered and sorted by ``params``."""
     queryset = annotate_latest(queryset).select_related("kg", "head", "relation", "tail", "assignee")
-    if statuses := _choices(params, "status", VerificationTask.Status.values):
+    if statuses := get_choices(params, "status", VerificationTask.Status.values):
         queryset = queryset.filter(status__in=statuses)
-    if (kg := _integer(params, "kg")) is not None:
+    if (kg := get_id(params, "kg", hint="a knowledge-graph id")) is not None:
         queryset = queryset.filter(kg_id=kg)
-    if relation := _single(params, "relation"):
+    if relation := single(params, "relation"):
         queryset = _filter_relation(queryset, relation)
-    if verdicts := _choices(params, "verdict", VERDICT_VALUES):
+    if verdicts := get_choices(params, "verdict", VERDICT_VALUES):
         queryset = _filter_verdict(queryset, verdicts)
-    if agreement := _choices(params, "agreement", AGREEMENT_VALUES):
+    if agreement := get_choices(params, "agreement", AGREEMENT_VALUES):
         queryset = _filter_agreement(queryset, agreement)
-    if (low := _fraction(params, "confidence_min")) is not None:
+    if (low := get_fraction(params, "confidence_min")) is not None:
         queryset = queryset.filter(confidence__gte=low)
-    if (high := _fraction(params, "confidence_max")) is not None:
+    if (high := get_fraction(params, "confidence_max")) is not None:
         queryset = queryset.filter(confidence__lte=high)
-    if disputed := _single(params, "disputed"):
+    if disputed := single(params, "disputed"):
         queryset = _filter_disputed(queryset, disputed)
-    queryset = by_origin(queryset, (_choices(params, "origin", ORIGIN_VALUES) or ["work"])[-1])
+    queryset = by_origin(queryset, (get_choices(params, "origin", ORIGIN_VALUES) or ["work"])[-1])
     if source := str(params.get("source") or "").strip():
         queryset = queryset.filter(source__icontains=source)
-    if signals := _choices(params, "signal", SIGNAL_VALUES):
+    if signals := get_choices(params, "signal", SIGNAL_VALUES):
         queryset = _filter_signals(queryset, signals)
-    if claim := _single(params, "claim"):
+    if claim := single(params, "claim"):
         queryset = _filter_claim(queryset, claim)
-    if assignee := _single(params, "assignee"):
+    if assignee := single(params, "assignee"):
         queryset = _filter_assignee(queryset, assignee, user)
     if text := str(params.get("q") or "").strip():  # free text: commas are part of the label
         queryset = _search(queryset, text)
-    return queryset.order_by(*sort_order(_single(params, "sort")))
+    return queryset.order_by(*sort_order(single(params, "sort")))

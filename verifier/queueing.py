@@ -55,10 +55,10 @@ def send_now(name: str, *args, task_id: str | None = None) -> None:
 
 
 def worker_commands(celery: Path, concurrency: int, schedule: Path) -> list[tuple[list[str], Callable[[], None] | None]]:
-    """The commands of one worker per queue, as `make demo` starts them, each with what runs in the child first: verification takes ``concurrency`` runs at
-    once; training and the audit one job each, at a lower CPU priority so that runs beside them keep their pace (a
-    training uses every core it is given); housekeeping also runs Celery beat (-B), which sweeps stalled runs and
-    audits and retries webhook deliveries."""
+    """The commands of one worker per queue, as ``make demo`` starts them, each with what runs in the child first:
+    verification takes ``concurrency`` runs at once; training and the audit one job each, at a lower CPU priority so
+    that runs beside them keep their pace (a training uses every core it is given); housekeeping also runs Celery beat
+    (-B), which sweeps stalled runs and audits and retries webhook deliveries."""
 
     def worker(queue: str, slots: int, *extra: str) -> list[str]:
         return [str(celery), "-A", "kgv_web", "worker", "--loglevel", "INFO", "-Q", queue, "--concurrency", str(slots),

@@ -24,6 +24,7 @@ from verifier.models import (
     Verdict,
 )
 from verifier.models.memory import UNREVIEWED
+from verifier.params import is_id
 
 
 def standing_runs(task_ids) -> dict[int, int]:
@@ -333,7 +334,7 @@ def audit_events(*, action: str = "", actor: str = "", object_type: str = "", ob
     if action:
         events = events.filter(action__startswith=action) if action.endswith(".") else events.filter(action=action)
     if actor:
-        events = events.filter(Q(actor__username=actor) | Q(actor_id=int(actor)) if actor.isdigit() else Q(actor__username=actor))
+        events = events.filter(Q(actor__username=actor) | Q(actor_id=int(actor)) if is_id(actor) else Q(actor__username=actor))
     for field, value in (("object_type", object_type), ("object_id", object_id)):
         if value:
             events = events.filter(**{field: value})

@@ -219,6 +219,9 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
 
     accept → the run's verdict; override → the other verdict (or ``verdict``), reason required;
     not_enough_evidence → that verdict; comment → no verdict, the task keeps its status.
+
+    The same decision sent again by the same reviewer (a double click, a retried request, concurrent or in a row) is
+    recorded once: the reviewer's latest review of the run is returned instead, with no second audit event or webhook.
     """
     decisions = Review.Decision
     if decision not in decisions.values:
@@ -242,7 +245,10 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
             if final not in (Verdict.CORRECT, Verdict.INCORRECT) or final == run.verdict:
                 raise ReviewRejected(f"an override must change the verdict {run.verdict!r} to Correct or Incorrect")
     with transaction.atomic():
-        task = VerificationTask.objects.select_for_update().get(pk=run.task_id)
+        task = VerificationTask.objects.select_for_update().get(pk=run.task_id)  # one decision at a time per task
+        latest = Review.objects.filter(run=run, reviewer=reviewer).order_by("-created_at", "-id").first()
+        if latest is not None and (latest.decision, latest.verdict, latest.reason) == (decision, final, reason):
+            return latest
         review = Review.objects.create(run=run, reviewer=reviewer, decision=decision, verdict=final, reason=reason)
         before = {"task_status": task.status}
         if decision != decisions.COMMENT and task.status != VerificationTask.Status.REVIEWED:

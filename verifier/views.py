@@ -4,13 +4,15 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from verifier import health as health_checks
-from verifier.roles import ADMIN, has_role
+from verifier.api.errors import error_body
+from verifier.roles import ADMIN, VIEWER, has_role
 
 
 def workbench_status(request: HttpRequest) -> JsonResponse:
     """The page header's service line (static/kgv/status.js): model answering, runs queued and running."""
-    if not request.user.is_authenticated:
-        return JsonResponse({"detail": "sign in to see the workbench status"}, status=403)
+    if not has_role(request.user, VIEWER):  # like every page: signed in, with a role
+        message = "this needs the viewer role" if request.user.is_authenticated else "sign in to see the workbench status"
+        return JsonResponse(error_body("permission_denied", message), status=403)
     return JsonResponse(health_checks.workbench_status())
 
 

@@ -9,8 +9,13 @@ first attempt after the commit. ``deliver`` POSTs it: the body is the event as J
 
 A 2xx answer delivers it. Anything else (an error status, a timeout, a refused connection) is tried again
 after 30 s, 2 min, 10 min, 30 min and 2 h (or the receiver's Retry-After, up to an hour), then given up as
-failed; every attempt's status, answer and error stay in the delivery log. Retries are not broker messages:
-the due deliveries are sent by the minute sweep (Celery beat), so a broker restart loses none.
+failed; the delivery log keeps the last attempt's status, duration, error and the start of the answer (200
+characters, escaped: the answer itself is never kept, so a URL cannot be used to read what another server says).
+Retries are not broker messages: the due deliveries are sent by the minute sweep (Celery beat), so a broker restart
+loses none.
+
+Deliveries go out through verifier.outbound's client: a URL whose host resolves (now) to an internal address is
+not contacted — the delivery fails at once with the reason, as registering such a URL is refused.
 
 Checking a signature, in a receiver::
 
@@ -32,6 +37,7 @@ import requests
 from django.db import transaction
 from django.utils import timezone
 
+from verifier import outbound
 from verifier.models import MemoryEntry, Review, Run
 from verifier.models.webhooks import Webhook, WebhookDelivery
 from verifier.queueing import DELIVER_WEBHOOK, enqueue
@@ -43,6 +49,13 @@ BACKOFF_SECONDS = (30, 120, 600, 1800, 7200)  # waits after the 1st … 5th fail
 MAX_RETRY_AFTER_SECONDS = 3600
 TIMEOUT_SECONDS = 10
 USER_AGENT = "KGV-Webhooks/1"
+EXCERPT_CHARS = 200  # of the receiver's answer, kept in the log
+
+
+def excerpt(raw: bytes) -> str:
+    """The start of an answer as the log keeps it: at most EXCERPT_CHARS characters, anything unprintable escaped."""
+    text = raw.decode("utf-8", "replace")[:EXCERPT_CHARS]
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -127,20 +140,21 @@ def deliver(delivery_id: int, *, retry: bool = True) -> WebhookDelivery | None:
         headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "KGV-Event": delivery.event,
                    "KGV-Delivery": str(delivery.pk), "KGV-Signature": f"t={now},v1={signature(delivery.webhook.secret, now, body)}"}
         delivery.attempts += 1
-        asked = None
+        asked, refused = None, False
+        started = time.monotonic()
         try:
-            response = requests.post(delivery.webhook.url, data=body, headers=headers, timeout=TIMEOUT_SECONDS,
-                                     allow_redirects=False)
-            delivery.response_status, delivery.response_body = response.status_code, response.text[:1000]
-            delivery.error = "" if response.ok else f"the receiver answered {response.status_code}"
-            asked = retry_after(response.headers)
+            asked = _post(delivery, body, headers)
+        except outbound.OutboundRefused as error:
+            delivery.response_status, delivery.response_excerpt = None, ""
+            delivery.error, refused = f"not sent: {error}", True
         except requests.RequestException as error:
-            delivery.response_status, delivery.response_body = None, ""
+            delivery.response_status, delivery.response_excerpt = None, ""
             delivery.error = f"{type(error).__name__}: {error}"[:2000]
+        delivery.duration_ms = round((time.monotonic() - started) * 1000)
         if delivery.response_status is not None and 200 <= delivery.response_status < 300:
             delivery.status, delivery.delivered_at, delivery.next_attempt_at = WebhookDelivery.Status.DELIVERED, timezone.now(), None
         else:
-            wait = _wait_after(delivery.attempts, asked) if retry else None
+            wait = _wait_after(delivery.attempts, asked) if retry and not refused else None
             if wait is None:
                 delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
                 logger.warning("webhook delivery %s to %s failed for good: %s", delivery.pk, delivery.webhook.url, delivery.error)
@@ -148,6 +162,19 @@ def deliver(delivery_id: int, *, retry: bool = True) -> WebhookDelivery | None:
                 delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)
         delivery.save()
     return delivery
+
+
+def _post(delivery: WebhookDelivery, body: bytes, headers: dict) -> float | None:
+    """One POST of the delivery, its status, error and the start of the answer recorded on it (the rest of the answer
+    is never read); the receiver's Retry-After in seconds, if it gave one. OutboundRefused when the URL is one KGV
+    does not send to (a webhook registered before the rules, or a name that now resolves to an internal address)."""
+    outbound.check_form(delivery.webhook.url)
+    with outbound.session() as client, client.post(delivery.webhook.url, data=body, headers=headers, timeout=TIMEOUT_SECONDS,
+                                                   allow_redirects=False, stream=True) as response:
+        delivery.response_status = response.status_code
+        delivery.response_excerpt = excerpt(next(response.iter_content(EXCERPT_CHARS * 4), b""))
+        delivery.error = "" if response.ok else f"the receiver answered {response.status_code}"
+        return retry_after(response.headers)
 
 
 def deliver_due() -> int:

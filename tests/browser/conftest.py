@@ -1,5 +1,5 @@
-"""Browser tests: Debian's chromium driven by Playwright against a real daphne server (HTTP + websockets)
-on the test database, with a real Celery worker and the scripted OpenAI-compatible model.
+"""Browser tests: Debian's chromium driven by Playwright against a real daphne server (HTTP + websockets,
+tests/live_server.py) on the test database, with a real Celery worker and the scripted OpenAI-compatible model.
 
 The server and the worker (tests/conftest.py) are session-scoped, the browser module-scoped; tests are
 transactional, so the server and the worker (separate processes) see what a test writes.
@@ -8,53 +8,11 @@ transactional, so the server and the worker (separate processes) see what a test
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.workers import PROJECT_DIR, test_database_url
-
 CHROMIUM = Path("/usr/bin/chromium")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def server_url(django_db_setup, django_db_blocker, app_env, celery_worker_process):
-    """daphne serving kgv_web.asgi on a free port, against the test database."""
-    port = _free_port()
-    with django_db_blocker.unblock():
-        env = {**os.environ, "DATABASE_URL": test_database_url(), **app_env}
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "kgv_web.asgi:application"],
-                               cwd=PROJECT_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"daphne exited: {process.stderr.read().decode()[-2000:]}")
-        try:
-            urllib.request.urlopen(f"{url}/health/?format=json", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("daphne did not answer within 60 s")
-            time.sleep(0.3)
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +37,23 @@ def chromium():
 
 @pytest.fixture
 def browser_context(chromium, server_url):
+    """A fresh browser context. Every page it opens keeps the Content-Security-Policy: a violation (an inline script
+    or handler, a script from elsewhere) is reported on the console, and fails the test. (The policy allows no eval,
+    which Playwright's wait_for_function needs: tests wait for selectors instead.)"""
     context = chromium.new_context(base_url=server_url, accept_downloads=True, viewport={"width": 1400, "height": 900})
     context.set_default_timeout(15_000)
+    violations = policy_violations(context)
     yield context
     context.close()
+    assert not violations, f"Content-Security-Policy violations: {violations}"
+
+
+def policy_violations(context) -> list[str]:
+    """The Content-Security-Policy violations the context's pages report on the console, as they happen."""
+    violations: list[str] = []
+    context.on("console", lambda message: violations.append(f"{message.page.url if message.page else ''}: {message.text}")
+               if message.type == "error" and "Content Security Policy" in message.text else None)
+    return violations
 
 
 def sign_in(context, username: str, password: str):

@@ -28,7 +28,7 @@ def test_the_run_page_swaps_in_the_confidence_and_the_dispute_when_the_run_ends(
     Step.objects.create(run=run, seq=1, kind="plan", content="=== Initial Impression ===\n[Correct]")
     page = sign_in(browser_context, "vera", PASSWORD)
     page.goto(f"/runs/{run.pk}/")
-    page.wait_for_function("document.getElementById('connection').textContent.includes('Live')")
+    page.wait_for_selector("#connection:has-text('Live')")
     page.evaluate("window.__sameDocument = true")
     assert page.locator("#confidence-meter").count() == 0 and page.locator("#assessment").is_hidden()
 
@@ -83,7 +83,7 @@ def test_the_confidence_page_follows_the_calibration_triples_to_the_fit_button(b
     for item in evaluation.items.select_related("task")[:3]:
         item.run = Run.objects.create(task=item.task, status=Run.Status.SUCCEEDED, verdict="correct", config={"mode": "evidence"})
         item.save(update_fields=["run"])
-    page.wait_for_function(f"document.querySelector('.own-progress .own-verified').textContent === '3 of {total}'")
+    page.wait_for_selector(f".own-progress .own-verified:text-is('3 of {total}')")
     assert page.evaluate("window.__sameDocument") is True
     shoot(page, "own-weighing-progress")
 

@@ -1,11 +1,12 @@
 """The workbench on a 400 px wide screen (a phone, a narrow side window): every page fits the width, with
-no sideways scrolling, and the header keeps the signed-in user's Sign out in view."""
+no sideways scrolling, and the header keeps the signed-in user's Sign out in view (and no page breaks its
+Content-Security-Policy)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import policy_violations, sign_in
 from tests.browser.test_workbench import finished_run, task_of
 from tests.users import PASSWORD
 from verifier.models import Claim
@@ -27,6 +28,7 @@ def test_every_page_fits_400_px_and_keeps_sign_out_in_view(chromium, server_url,
                                  status=Claim.Status.DECOMPOSED)
     context = chromium.new_context(base_url=server_url, viewport={"width": WIDTH, "height": 800})
     context.set_default_timeout(15_000)
+    violations = policy_violations(context)  # every page keeps its Content-Security-Policy too
     try:
         page = sign_in(context, "ada", PASSWORD)
         pages = ["/", f"/runs/{run.pk}/", f"/tasks/{run.task_id}/", "/import/", "/memory/", "/evaluations/", "/entities/",
@@ -44,6 +46,7 @@ def test_every_page_fits_400_px_and_keeps_sign_out_in_view(chromium, server_url,
             elif path != "/api/" and (box is None or box["x"] < 0 or box["x"] + box["width"] > WIDTH):
                 problems[path] = f"Sign out is out of view ({box})"
         assert not problems, problems
+        assert not violations, violations
     finally:
         context.close()
 
@@ -65,7 +68,7 @@ def test_an_administrators_top_bar_fits_a_laptop_screen_on_one_line_per_link(chr
         page = sign_in(context, "alexandra", PASSWORD)
         page.goto("/evaluations/")
         page.wait_for_load_state("networkidle")
-        page.wait_for_function("document.getElementById('service-status').dataset.state !== 'unknown'")
+        page.wait_for_selector("#service-status:not([data-state='unknown'])")
         assert page.evaluate(WRAPPED_LINKS) == []
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         box = page.get_by_role("button", name="Sign out").bounding_box()

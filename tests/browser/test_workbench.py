@@ -96,7 +96,7 @@ def test_a_curator_imports_flagged_triples_starts_a_run_and_watches_it_live(brow
     assert page.evaluate("window.__sameDocument") is True
     assert "Correct" in page.inner_text("#verdict")
     page.wait_for_selector("#evidence-table .evidence-row")  # swapped in when the run ends, no reload
-    page.wait_for_function("document.querySelector('#graph canvas') !== null")
+    page.wait_for_selector("#graph canvas", state="attached")
     shoot(page, "evidence")
 
 

@@ -8,6 +8,7 @@ from tests.verifier.web.run_pages import make_world
 from tests.verifier.web.structure_rows import failed, local_kg, ready, training
 from verifier import health
 from verifier.models import KnowledgeGraph, Run
+from verifier.roles import set_role
 from verifier.selectors import structural_statuses
 
 pytestmark = pytest.mark.django_db
@@ -65,11 +66,13 @@ def test_a_dead_model_endpoint_makes_the_service_unhealthy_and_says_where(celery
     assert "no model endpoint" in _checks(_staff().get("/health/"))["model"]["detail"]
 
 
-def _curator() -> Client:
+def _curator(role: str | None = "curator") -> Client:
     from django.contrib.auth import get_user_model
 
     client = Client()
-    client.force_login(get_user_model().objects.create_user(f"curator-{get_user_model().objects.count()}"))
+    user = get_user_model().objects.create_user(f"curator-{get_user_model().objects.count()}")
+    set_role(user, role)
+    client.force_login(user)
     return client
 
 
@@ -86,6 +89,8 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     for tail, status in zip(("Q145", "Q350", "Q142", "Q42"), statuses, strict=True):
         Run.objects.create(task=world.task(tail=tail), status=status)
     assert Client().get("/health/status/").status_code == 403
+    no_role = _curator(role=None).get("/health/status/")  # signed in, but without a role: like every page
+    assert no_role.status_code == 403 and no_role.json()["error"]["message"] == "this needs the viewer role"
     response = _curator().get("/health/status/")
     assert response.status_code == 200
     assert response.json() == {"model": {"ok": True, "state": "up", "name": "local"}, "queued": 2, "running": 1}

@@ -1,11 +1,14 @@
 """Webhooks: signed POSTs to a real local receiver on run finished, review recorded and memory promoted; retries
 with back-off and a delivery log; the admin API with its test delivery; and, end to end, a run finished by the
-session's real Celery worker reaching the receiver with nobody polling."""
+session's real Celery worker reaching the receiver with nobody polling. The receivers listen on loopback, which an
+operator has to allow (KGV_WEBHOOK_ALLOWED_NETWORKS): these tests allow it, except those of the refusals."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
+import socket
 import time
 from datetime import timedelta
 
@@ -24,6 +27,12 @@ def signature_is_valid(request, secret: str) -> bool:
     fields = dict(part.split("=", 1) for part in request.header("KGV-Signature").split(","))
     expected = hmac.new(secret.encode(), f"{fields['t']}.".encode() + request.body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) < 300
+
+
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings):
+    settings.KGV_WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.0/8")]
+    return settings
 
 
 @pytest.fixture
@@ -98,7 +107,7 @@ def test_a_failing_receiver_is_retried_with_back_off_then_given_up(receiver, mak
         run=run, reviewer=make_user("reviewer"), decision="accept"))
 
     assert delivery.status == WebhookDelivery.Status.PENDING and delivery.attempts == 1
-    assert delivery.response_status == 500 and delivery.response_body == "down for maintenance"
+    assert delivery.response_status == 500 and delivery.response_excerpt == "down for maintenance"
     assert delivery.error == "the receiver answered 500"
     wait = (delivery.next_attempt_at - timezone.now()).total_seconds()
     assert webhooks.BACKOFF_SECONDS[0] - 5 < wait <= webhooks.BACKOFF_SECONDS[0]
@@ -244,3 +253,51 @@ def test_the_webhooks_page_registers_tests_pauses_and_removes(make_user, receive
 
     client.force_login(make_user("reviewer"))
     assert client.get(reverse("webhook-list")).status_code == 403
+
+
+# ---- internal addresses ----------------------------------------------------------------------------------
+
+def _resolving(monkeypatch, name: str, address: str) -> None:
+    """A local stand-in for DNS (outside the machine): ``name`` resolves to ``address``, every other name as usual."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        return real(address if host == name else host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.mark.django_db
+def test_a_name_that_resolves_to_loopback_when_the_delivery_is_made_is_not_contacted(loopback_allowed, admin_api, receiver,
+                                                                                    monkeypatch):
+    port = receiver.url.rsplit(":", 1)[1]
+    loopback_allowed.KGV_WEBHOOK_ALLOWED_NETWORKS = []
+    _resolving(monkeypatch, "hooks.example.org", "93.184.215.14")  # a public address at registration
+    created = admin_api.post("/api/webhooks/", {"url": f"http://hooks.example.org:{port}/hook"}, format="json")
+    assert created.status_code == 201
+    hook = Webhook.objects.get()
+
+    _resolving(monkeypatch, "hooks.example.org", "127.0.0.1")  # the DNS answer changed since
+    tested = admin_api.post(f"/api/webhooks/{hook.pk}/test/").json()
+    assert tested["status"] == "failed" and tested["response_status"] is None
+    assert "hooks.example.org resolves to 127.0.0.1, which is a loopback address" in tested["error"]
+    assert receiver.requests == []  # nothing reached the machine itself
+
+    loopback_allowed.KGV_WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.1/32")]  # the operator allows it
+    tested = admin_api.post(f"/api/webhooks/{hook.pk}/test/").json()
+    assert tested["status"] == "delivered"
+    assert receiver.requests[-1].header("Host") == f"hooks.example.org:{port}"  # sent to the address checked, by name
+
+
+@pytest.mark.django_db
+def test_the_log_keeps_the_status_timing_and_a_short_escaped_excerpt_never_the_answer(admin_api, receiver):
+    answer = "secret-token\x1b[31m\n" + "x" * 10_000
+    receiver.route("/hook", Reply(answer, status=200))
+    hook = Webhook.objects.create(url=receiver.url + "/hook")
+    delivered = admin_api.post(f"/api/webhooks/{hook.pk}/test/").json()
+    assert delivered["status"] == "delivered" and delivered["duration_ms"] is not None and delivered["duration_ms"] >= 0
+    excerpt = delivered["response_excerpt"]
+    assert excerpt.startswith("secret-token\\x1b[31m\\n") and len(excerpt) <= webhooks.EXCERPT_CHARS + 10
+    assert "response_body" not in delivered
+    listed = admin_api.get(f"/api/webhooks/{hook.pk}/deliveries/").json()["results"][0]
+    assert listed["response_excerpt"] == excerpt and "x" * 500 not in str(listed)

@@ -23,7 +23,9 @@ from verifier.claims.service import (
     submit_claims,
 )
 from verifier.claims.verdict import ClaimVerdict
+from verifier.errors import listed
 from verifier.models import Claim, ClaimReview, KnowledgeGraph
+from verifier.params import get_id
 from verifier.roles import REVIEWER, has_role
 
 
@@ -42,7 +44,8 @@ class ClaimImportSerializer(serializers.Serializer):
 
 class ClaimImportResultSerializer(serializers.Serializer):
     claims = serializers.ListField(child=serializers.IntegerField(), help_text="the ids of the claims queued, in file order")
-    problems = serializers.ListField(child=serializers.CharField(), help_text="the rows not taken: 'line N: why'")
+    problems = serializers.ListField(child=serializers.CharField(), help_text="the rows not taken: 'line N: why' (the first 100)")
+    problem_count = serializers.IntegerField(help_text="how many rows were not taken")
 
 
 class ClaimReviewSerializer(serializers.ModelSerializer):
@@ -114,10 +117,8 @@ class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         claims = Claim.objects.prefetch_related("reviews__reviewer")
         params = self.request.query_params
         if self.action == "list":
-            if kg := params.get("kg"):
-                if not kg.isdigit():
-                    raise exceptions.ValidationError({"kg": ["a knowledge-graph id"]})
-                claims = claims.filter(kg_id=int(kg))
+            if (kg := get_id(params, "kg", hint="a knowledge-graph id")) is not None:
+                claims = claims.filter(kg_id=kg)
             if claim_status := params.get("status"):
                 if claim_status not in Claim.Status.values:
                     raise exceptions.ValidationError({"status": [f"one of {', '.join(Claim.Status.values)}"]})
@@ -178,4 +179,5 @@ class ClaimViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             claims = submit_claims(kg=form.validated_data["kg"], read=read, actor=request.user, source=upload.name)
         except (ClaimFileError, ClaimError) as error:
             raise exceptions.ValidationError({"file": [str(error)]}) from None
-        return Response({"claims": [claim.pk for claim in claims], "problems": read.problems}, status=status.HTTP_201_CREATED)
+        return Response({"claims": [claim.pk for claim in claims], "problems": listed(read.problems),
+                         "problem_count": len(read.problems)}, status=status.HTTP_201_CREATED)

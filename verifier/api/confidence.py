@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from verifier import confidence_reviews, own_weighing
 from verifier.api.errors import Conflict
 from verifier.models import ConfidenceModel, KnowledgeGraph
+from verifier.params import get_id, parse_id, single
 from verifier.roles import ADMIN
 
 
@@ -91,10 +92,9 @@ class ConfidenceModelViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         models = super().get_queryset()
         params = self.request.query_params
-        if value := params.get("kg"):
-            if value != "none" and not value.isdigit():
-                raise exceptions.ValidationError({"kg": ["a knowledge-graph id, or none"]})
-            models = models.filter(kg__isnull=True) if value == "none" else models.filter(kg_id=int(value))
+        if value := single(params, "kg"):
+            models = (models.filter(kg__isnull=True) if value == "none"
+                      else models.filter(kg_id=parse_id(value, "kg", "a knowledge-graph id, or none")))
         if value := params.get("active"):
             if value not in ("true", "false"):
                 raise exceptions.ValidationError({"active": ["true or false"]})
@@ -139,10 +139,8 @@ class ConfidenceModelViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=False, methods=["get"], url_path="own-weighing")
     def own_weighing_state(self, request: Request) -> Response:
         """Where a local KG stands on the way to a weighing of its own from its structural calibration triples."""
-        value = request.query_params.get("kg", "")
-        if not value.isdigit():
-            raise exceptions.ValidationError({"kg": ["a knowledge-graph id"]})
-        return Response(_own_weighing_data(get_object_or_404(KnowledgeGraph, pk=int(value))))
+        kg = get_id(request.query_params, "kg", required=True, hint="a knowledge-graph id")
+        return Response(_own_weighing_data(get_object_or_404(KnowledgeGraph, pk=kg)))
 
     @extend_schema(request=KGSerializer, responses={202: OwnWeighingSerializer})
     @action(detail=False, methods=["post"], url_path="own-weighing/verify")

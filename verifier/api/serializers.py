@@ -100,7 +100,8 @@ class TaskImportResultSerializer(serializers.Serializer):
     stated = serializers.IntegerField(help_text="triples the KG states (scored at once, each by the structural network "
                                                 "that never learnt it)")
     lines = serializers.IntegerField()
-    skipped = ImportRowSerializer(many=True)
+    skipped = ImportRowSerializer(many=True, help_text="the rows left out (skip_invalid), the first 100")
+    skipped_count = serializers.IntegerField(help_text="how many rows were left out")
 
 
 class ConfigField(serializers.JSONField):

@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
@@ -21,9 +21,11 @@ from verifier import exports, services
 from verifier.api import serializers as s
 from verifier.api.errors import Conflict
 from verifier.comparison import compare_runs
+from verifier.errors import listed
 from verifier.evaluation import control
 from verifier.exports.records import select
 from verifier.models import AuditEvent, Evaluation, MemoryEntry, Review, Run, RunMemory, SupportItem, VerificationTask
+from verifier.params import get_ids, get_int
 from verifier.queue_filters import annotate_latest, filter_tasks
 from verifier.roles import ADMIN, REVIEWER, VIEWER, has_role
 from verifier.selectors import HEAVY_FIELDS, audit_events, memory_entries, tasks_in_flight
@@ -49,13 +51,6 @@ QUEUE_PARAMETERS = [
     OpenApiParameter("q", str, description="search in head, relation and tail labels"),
     OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),
 ]
-
-
-def _id_list(value: str, name: str) -> list[int]:
-    parts = [part.strip() for part in value.split(",") if part.strip()]
-    if not all(part.isdigit() for part in parts):
-        raise exceptions.ValidationError({name: ["a comma-separated list of ids, e.g. 1,2,3"]})
-    return [int(part) for part in parts]
 
 
 # ------------------------------------------------------------------------------------------------- tasks
@@ -84,7 +79,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             report = services.import_flagged_triples(kg=form.validated_data["kg"], path=path, actor=request.user,
                                                      skip_invalid=form.validated_data["skip_invalid"])
         result = {"created": report.created, "already_queued": report.already_queued, "lines": report.lines,
-                  "stated": report.stated, "skipped": [{"line": p.line, "message": p.message} for p in report.skipped]}
+                  "stated": report.stated, "skipped": [{"line": p.line, "message": p.message} for p in listed(report.skipped)],
+                  "skipped_count": len(report.skipped)}
         return Response(result, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.TaskBulkSerializer, responses={200: s.TaskBulkResultSerializer})
@@ -137,8 +133,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
                 .defer(*(f"{model}__{name}" for model in ("structural_model", "awaiting_model") for name in HEAVY_FIELDS)))
         if self.action == "list":
             params = self.request.query_params
-            if task := params.get("task"):
-                runs = runs.filter(task_id__in=_id_list(task, "task"))
+            if tasks := get_ids(params, "task"):
+                runs = runs.filter(task_id__in=tasks)
             if run_status := params.get("status"):
                 if run_status not in Run.Status.values:
                     raise exceptions.ValidationError({"status": [f"one of {', '.join(Run.Status.values)}"]})
@@ -162,10 +158,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def steps(self, request: Request, pk=None) -> Response:
         """The run's steps in order; ``?after=<seq>`` resumes after the last one a client has."""
         run = self.get_object()
-        after = request.query_params.get("after", "0")
-        if not after.isdigit():
-            raise exceptions.ValidationError({"after": ["a step sequence number (0 or more)"]})
-        steps = run.steps.filter(seq__gt=int(after)).order_by("seq")
+        after = get_int(request.query_params, "after", 0)
+        steps = run.steps.filter(seq__gt=after).order_by("seq")
         return Response(s.StepSerializer(steps, many=True).data)
 
     @extend_schema(request=None, responses={200: s.RunSerializer, 409: OpenApiResponse(description="the run had already ended")})
@@ -423,9 +417,9 @@ class ExportView(APIView):
     def get(self, request: Request, fmt: str) -> HttpResponse:
         if fmt not in exports.FORMATS:
             raise exceptions.NotFound(f"unknown export format {fmt!r}; use {', '.join(exports.FORMATS)}")
-        selection = select(task_ids=_id_list(request.query_params.get("tasks", ""), "tasks"),
-                           run_ids=_id_list(request.query_params.get("runs", ""), "runs"),
-                           claim_ids=_id_list(request.query_params.get("claims", ""), "claims"))
+        params = request.query_params
+        selection = select(task_ids=get_ids(params, "tasks"), run_ids=get_ids(params, "runs"),
+                           claim_ids=get_ids(params, "claims"))
         return exports.file_response(selection, fmt, base=request.build_absolute_uri("/api/"),
                                      inline=request.query_params.get("inline") in ("1", "true"))
 
@@ -443,8 +437,9 @@ class SchemaView(JSONErrorsMixin, SpectacularAPIView):
     """The OpenAPI 3 schema (YAML; ``?format=json`` for JSON)."""
 
 
-class DocsView(JSONErrorsMixin, SpectacularSwaggerView):
-    """Swagger UI over the schema, assets served locally by drf-spectacular-sidecar."""
+class DocsView(JSONErrorsMixin, SpectacularSwaggerSplitView):
+    """Swagger UI over the schema, assets served locally by drf-spectacular-sidecar; its start-up script is a file
+    of its own (``?script``), not inline, so the page keeps the Content-Security-Policy."""
 
 
 class NotFoundView(APIView):

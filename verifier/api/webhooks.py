@@ -6,7 +6,6 @@ afterwards only its last four characters (verifier/webhooks.py documents the sig
 
 from __future__ import annotations
 
-from django.core.validators import URLValidator
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -15,14 +14,16 @@ from rest_framework.response import Response
 
 from verifier import services
 from verifier.models import Webhook, WebhookDelivery
+from verifier.outbound import validate_url
 from verifier.roles import ADMIN
 
 SUBSCRIBABLE = [event for event in Webhook.Event.values if event != Webhook.Event.PING]
 
 
 class WebhookSerializer(serializers.ModelSerializer):
-    url = serializers.CharField(max_length=1000, validators=[URLValidator(schemes=["http", "https"])],
-                                help_text="an http(s) URL that receives the POSTs")
+    url = serializers.CharField(max_length=1000, validators=[validate_url],
+                                help_text="an http(s) URL that receives the POSTs: a public address, without credentials "
+                                          "(internal addresses are refused unless an operator allowed their network)")
     events = serializers.ListField(child=serializers.ChoiceField(choices=SUBSCRIBABLE), required=False, default=list,
                                    max_length=len(SUBSCRIBABLE), help_text="empty: every event")
     secret = serializers.SerializerMethodField(help_text="the signing key in full in the answer to the registration, "
@@ -44,7 +45,7 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
     class Meta:
         model = WebhookDelivery
         fields = ["id", "webhook", "event", "key", "status", "attempts", "next_attempt_at", "response_status",
-                  "response_body", "error", "payload", "created_at", "delivered_at"]
+                  "response_excerpt", "duration_ms", "error", "payload", "created_at", "delivered_at"]
         read_only_fields = fields
 
 

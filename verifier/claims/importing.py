@@ -12,6 +12,8 @@ import io
 import json
 from dataclasses import dataclass
 
+from verifier.json_input import JSONRefused, parse_json
+from verifier.kg.textfile import NUL_PROBLEM
 from verifier.models import Claim
 
 MAX_CLAIM_CHARS = 1000
@@ -89,9 +91,12 @@ def _jsonl_rows(text: str):
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
+            data = parse_json(raw)
         except json.JSONDecodeError as error:
             yield number, ValueError(f"not JSON ({error.msg})")
+            continue
+        except JSONRefused as error:  # too deep, a number or a character no field can hold
+            yield number, error
             continue
         if not isinstance(data, dict):
             yield number, ValueError("not a JSON object")
@@ -108,19 +113,31 @@ def read_claims_text(name: str, text: str) -> ReadClaims:
     suffix = next((s for s in SUFFIXES if name.lower().endswith(s)), None)
     if suffix is None:
         raise ClaimFileError(f"{name}: claims are read from {', '.join(SUFFIXES)} files")
-    rows, problems = [], []
-    for number, fields in READERS[suffix](text.lstrip("\ufeff").replace("\x00", "")):
+    text, spoiled = _without_nul_lines(text.lstrip("\ufeff"))
+    rows, numbered = [], [(number, NUL_PROBLEM) for number in spoiled]
+    for number, fields in READERS[suffix](text):
         try:
             if isinstance(fields, ValueError):
                 raise fields
             rows.append(checked(number, **fields))
         except ValueError as error:
-            problems.append(f"line {number}: {error}")
+            numbered.append((number, str(error)))
+    problems = [f"line {number}: {message}" for number, message in sorted(numbered, key=lambda pair: pair[0])]
     if len(rows) > MAX_FILE_CLAIMS:
         raise ClaimFileError(f"{name} holds {len(rows)} claims; at most {MAX_FILE_CLAIMS} per file")
     if not rows:
         raise ClaimFileError(f"{name} holds no claim that can be taken" + (f" ({problems[0]})" if problems else ""))
     return ReadClaims(rows, problems)
+
+
+def _without_nul_lines(text: str) -> tuple[str, list[int]]:
+    """The text with every line holding a NUL byte emptied (a problem of its own, as in every importer: never stripped
+    silently), and those lines' numbers."""
+    lines = text.splitlines(keepends=True)
+    spoiled = [number for number, line in enumerate(lines, start=1) if "\x00" in line]
+    if not spoiled:
+        return text, []
+    return "".join(line[len(line.splitlines()[0]):] if "\x00" in line else line for line in lines), spoiled
 
 
 def read_claims_upload(upload) -> ReadClaims:

@@ -207,7 +207,8 @@ def outcome(claim: Claim, parts: list[PartView] | None = None) -> ClaimVerdict:
 
 def review_claim(*, claim: Claim, reviewer, decision: str, reason: str = "", verdict: str = "") -> ClaimReview:
     """A reviewer's decision on the claim as a whole. accept → the verdict its parts give (they must give one);
-    override → the other verdict, or ``verdict`` where the parts give none yet, with a reason; comment → text only."""
+    override → the other verdict, or ``verdict`` where the parts give none yet, with a reason; comment → text only.
+    The same decision sent again by the same reviewer is recorded once (its latest review is returned)."""
     decisions = ClaimReview.Decision
     if decision not in decisions.values:
         raise ClaimError(f"unknown decision {decision!r}; use one of {', '.join(decisions.values)}")
@@ -230,6 +231,10 @@ def review_claim(*, claim: Claim, reviewer, decision: str, reason: str = "", ver
         if final not in ClaimReview.Verdict.values or final == from_parts:
             raise ClaimError(f"an override must change the verdict {from_parts!r} to supported or refuted")
     with transaction.atomic():
+        Claim.objects.select_for_update().filter(pk=claim.pk).first()  # one decision at a time per claim
+        latest = ClaimReview.objects.filter(claim=claim, reviewer=reviewer).order_by("-created_at", "-id").first()
+        if latest is not None and (latest.decision, latest.verdict, latest.reason) == (decision, final, reason):
+            return latest
         review = ClaimReview.objects.create(claim=claim, reviewer=reviewer, decision=decision, verdict=final, reason=reason)
         record_audit(actor=reviewer, action=f"claim.review.{decision}", obj=claim, before={"verdict": from_parts},
                      after={"verdict": final, "reason": reason, "review": review.pk})

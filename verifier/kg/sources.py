@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifier.errors import ApplicationError
+from verifier.json_input import JSONRefused, parse_json
 from verifier.kg import ntriples
 from verifier.kg.sparql import ITEM_ID
 from verifier.kg.textfile import MAX_ID_CHARS, Problem, clipped, read_text, text_lines
@@ -113,9 +114,12 @@ def _read_json(path: Path, problems: list[Problem], *, values: type = dict) -> d
         problems.append(problem)
         return {}
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         problems.append(Problem(path, exc.lineno, f"invalid JSON: {exc.msg}"))
+        return {}
+    except JSONRefused as exc:  # nested too deep, a number or a character the store cannot hold
+        problems.append(Problem(path, 1, f"refused JSON: {exc}"))
         return {}
     if not isinstance(data, dict) or not all(isinstance(v, values) for v in data.values()):
         problems.append(Problem(path, 1, f"expected a JSON object of {'lists' if values is list else 'objects'}, keyed by id"))
@@ -157,9 +161,9 @@ def read_codex(folder: Path, *, name: str = "codex-s") -> KGSource:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line)
                 record = entities.setdefault(row["id"], EntityRecord(row["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError) as exc:  # not JSON, refused by its bounds, or no id
                 problems.append(Problem(terms_path, number, f"invalid JSON line: {exc}"))
                 continue
             record.label = record.label or row.get("label") or ""

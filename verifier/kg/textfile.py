@@ -12,6 +12,7 @@ from pathlib import Path
 
 MAX_ID_CHARS = 255  # the longest entity or relation id (or IRI) the KG stores
 MAX_LABEL_CHARS = 500  # the longest label or alias it stores; a longer one is cut, with an ellipsis
+NUL_PROBLEM = "holds a NUL byte: this is not a text file"  # every importer's word for it (claims too)
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def text_lines(path: Path, problems: list[Problem]) -> Iterator[tuple[int, str]]
                 problems.append(Problem(path, number, f"not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"))
                 continue
             if "\x00" in line:
-                problems.append(Problem(path, number, "holds a NUL byte: this is not a text file"))
+                problems.append(Problem(path, number, NUL_PROBLEM))
                 continue
             yield number, line.rstrip("\r\n")
 
@@ -59,5 +60,5 @@ def read_text(path: Path) -> tuple[str | None, Problem | None]:
         return None, Problem(path, line, f"line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
-        return None, Problem(path, line, f"line {line} holds a NUL byte: this is not a text file")
+        return None, Problem(path, line, f"line {line} {NUL_PROBLEM}")
     return text, None

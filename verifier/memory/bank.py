@@ -15,6 +15,7 @@ from pgvector.django import CosineDistance
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.agent.steps import Memory
 from verifier.errors import ApplicationError
+from verifier.json_input import JSONRefused, parse_json
 from verifier.kg.textfile import read_text
 from verifier.memory import encoder
 from verifier.models import KnowledgeGraph, MemoryEntry, Run, Verdict
@@ -147,9 +148,11 @@ def read_bank(path: Path) -> list[dict]:
     if problem is not None:
         raise BankFileError(problem.message)
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         raise BankFileError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except JSONRefused as exc:  # nested too deep, a number or a character the bank cannot hold
+        raise BankFileError(str(exc)) from None
     if not isinstance(data, dict) or data.get("format") != "kgv-memory-bank/1" or not isinstance(data.get("entries"), list):
         raise BankFileError("not a KGV memory bank export (a JSON object with format kgv-memory-bank/1 and a list of entries)")
     for number, row in enumerate(data["entries"], start=1):

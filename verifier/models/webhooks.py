@@ -54,7 +54,9 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
     response_status = models.PositiveIntegerField(null=True, blank=True)
-    response_body = models.TextField(blank=True, help_text="the first 1,000 characters of the receiver's answer")
+    response_excerpt = models.TextField(blank=True, help_text="the start of the receiver's last answer (at most 200 "
+                                                              "characters, anything unprintable escaped); the answer itself is not kept")
+    duration_ms = models.PositiveIntegerField(null=True, blank=True, help_text="how long the last attempt took")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)

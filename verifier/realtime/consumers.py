@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from verifier.models import Run, Step
+from verifier.params import is_id
 from verifier.realtime.events import run_group
 from verifier.realtime.publish import run_payload, step_payload
 from verifier.roles import VIEWER, has_role
@@ -15,6 +16,14 @@ from verifier.roles import VIEWER, has_role
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+
+
+class UnknownPathConsumer(AsyncJsonWebsocketConsumer):
+    """Any websocket path no route serves: the handshake is refused (closed with 4404), as a missing page is a
+    404; without it the router raises and the server answers 500 and logs a traceback."""
+
+    async def connect(self) -> None:
+        await self.close(code=CLOSE_NOT_FOUND)
 
 
 class RunStepsConsumer(AsyncJsonWebsocketConsumer):
@@ -38,10 +47,8 @@ class RunStepsConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
-        try:
-            self.last_seq = int(query.get("after", ["0"])[0])
-        except ValueError:
-            self.last_seq = 0
+        after = query.get("after", ["0"])[0]
+        self.last_seq = int(after) if is_id(after) else 0
         self.group = run_group(self.run_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()

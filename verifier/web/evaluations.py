@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from verifier.evaluation import charts, control, metrics, reports
 from verifier.models import Evaluation
+from verifier.params import get_id
 from verifier.roles import ADMIN, VIEWER, role_required
 from verifier.selectors import verified_so_far
 from verifier.web.forms import EvaluationStartForm
@@ -126,9 +127,9 @@ def evaluation_chart(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
 def evaluation_compare(request: HttpRequest) -> HttpResponse:
     evaluations = Evaluation.objects.select_related("kg").order_by("-created_at", "-id")
     context = {"evaluations": evaluations[:500], "a": None, "b": None}
-    ids = (request.GET.get("a"), request.GET.get("b"))
-    if all(i and i.isdigit() for i in ids):
-        a, b = (get_object_or_404(Evaluation.objects.select_related("kg"), pk=int(i)) for i in ids)
+    ids = (get_id(request.GET, "a", hint="an evaluation id"), get_id(request.GET, "b", hint="an evaluation id"))
+    if None not in ids:
+        a, b = (get_object_or_404(Evaluation.objects.select_related("kg"), pk=pk) for pk in ids)
         comparison = reports.comparison(a, b)
         context.update(a=a, b=b, comparison=comparison, paired=reports.paired_line(comparison["triples"]),
                        a_benchmark=reports.benchmark_title(a), b_benchmark=reports.benchmark_title(b))

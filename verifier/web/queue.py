@@ -26,10 +26,12 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier import confidence, exports, services
+from verifier.errors import listed
 from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
 from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
+from verifier.params import get_ids, get_int, is_id
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
     FILTER_PARAMS,
@@ -57,8 +59,7 @@ ORIGIN_CHOICES = (("work", "Work queue"), ("evaluation", "Evaluations"), ("all",
 
 
 def _page_size(request: HttpRequest) -> int:
-    value = request.GET.get("per_page", "")
-    return int(value) if value.isdigit() and int(value) in PAGE_SIZES else DEFAULT_PAGE_SIZE
+    return get_int(request.GET, "per_page", DEFAULT_PAGE_SIZE, allowed=PAGE_SIZES)
 
 
 def queue_context_param(request: HttpRequest) -> str:
@@ -132,7 +133,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "origin": origin,
         "can_curate": has_role(request.user, CURATOR),
         "can_review": has_role(request.user, REVIEWER),
-        "per_page": _page_size(request),
+        "per_page": DEFAULT_PAGE_SIZE,
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
         "saved_views": saved_views(request.user),
@@ -144,6 +145,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         **status_context(),
     }
     try:
+        context["per_page"] = _page_size(request)
         tasks = filter_tasks(VerificationTask.objects.all(), request.GET, user=request.user)
         page = Paginator(tasks, context["per_page"]).get_page(request.GET.get("page"))
         page.object_list = _rows(page.object_list, context["queue_param"])
@@ -157,7 +159,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
 def queue_status(request: HttpRequest) -> JsonResponse:
     """Status, latest verdict and confidence of the tasks ``?tasks=1,2,3``: the queue page polls it while
     a row has a run queued or running."""
-    ids = [int(part) for part in request.GET.get("tasks", "").split(",") if part.strip().isdigit()][:500]
+    ids = get_ids(request.GET, "tasks")
     tasks = annotate_latest(VerificationTask.objects.filter(pk__in=ids))
     verdict_labels = dict(Verdict.choices)
     return JsonResponse({"tasks": [{
@@ -344,6 +346,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid() and request.POST.get("step") == "preview":
         path = _keep_for_confirmation(request, form)
         context["preview"] = preview(form.cleaned_data["kg"], path)
+        context["preview_problems"] = listed(context["preview"].problems)
         context["preview_kg"] = form.cleaned_data["kg"]
         context["preview_name"] = path.name
         context["preview_token"] = request.session[PREVIEW_SESSION_KEY]["token"]
@@ -353,7 +356,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
         try:
             report = _import_file(form, request.user)
         except ImportRejected as rejected:
-            context["problems"] = rejected.problems
+            context["problems"], context["problem_count"] = listed(rejected.problems), len(rejected.problems)
             context["rejected_name"] = form.cleaned_data["file"].name
             return render(request, "verifier/queue_import.html", context, status=400)
         return _imported(request, form.cleaned_data["kg"], report, form.cleaned_data["then"])
@@ -363,7 +366,7 @@ def import_tasks(request: HttpRequest) -> HttpResponse:
 
 def _audit_object_href(event: AuditEvent) -> str:
     """The page of the object an audit event is about, when it has one."""
-    if not event.object_id.isdigit():
+    if not is_id(event.object_id):
         return ""
     pk = int(event.object_id)
     if event.object_type == "verifier.run":

@@ -13,15 +13,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from verifier import services
 from verifier.models import KnowledgeGraph
+from verifier.params import get_ids
 from verifier.roles import ADMIN, VIEWER, role_required
 from verifier.selectors import structural_statuses
 
 POLL_MS = 5000
-
-
-def _kg_ids(value: str) -> list[int] | None:
-    ids = [int(part) for part in value.split(",") if part.strip().isdigit()]
-    return ids or None
 
 
 def status_context(kg_ids: list[int] | None = None) -> dict:
@@ -36,7 +32,7 @@ def status_context(kg_ids: list[int] | None = None) -> dict:
 @role_required(VIEWER)
 def structure_status(request: HttpRequest) -> JsonResponse:
     """``?kg=1,2`` (default: every local KG with data): each KG's structural model, for the header strip."""
-    statuses = structural_statuses(_kg_ids(request.GET.get("kg", "")))
+    statuses = structural_statuses(get_ids(request.GET, "kg") or None)
     return JsonResponse({"models": [status.as_dict() for status in statuses],
                          "in_flight": any(status.in_flight for status in statuses)})
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.core.validators import URLValidator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
@@ -14,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from verifier import services
 from verifier.models import Webhook, WebhookDelivery
+from verifier.outbound import validate_url
 from verifier.roles import ADMIN, role_required
 
 LOG_LENGTH = 10
@@ -21,7 +21,7 @@ EVENT_CHOICES = [(value, label) for value, label in Webhook.Event.choices if val
 
 
 class WebhookForm(forms.Form):
-    url = forms.CharField(label="URL", max_length=1000, validators=[URLValidator(schemes=["http", "https"])],
+    url = forms.CharField(label="URL", max_length=1000, validators=[validate_url],
                           widget=forms.URLInput(attrs={"placeholder": "https://pipeline.example.org/kgv", "size": 50}))
     events = forms.MultipleChoiceField(choices=EVENT_CHOICES, required=False, widget=forms.CheckboxSelectMultiple,
                                        help_text="None ticked: every event.")

@@ -108,4 +108,6 @@ def test_a_reviewer_overrides_a_claim_on_its_page_and_a_curator_may_only_comment
     assert list(ClaimReview.objects.values_list("decision", flat=True)) == ["override", "comment"]
     refused = client.post(url, {"decision": "accept"}, follow=True).content.decode()  # the parts give no verdict yet
     assert "the parts give no verdict yet" in refused
+    client.post(url, {"decision": "override", "verdict": "refuted", "reason": "He was never a French citizen."})  # again
+    assert ClaimReview.objects.filter(decision="override").count() == 1  # the same decision is recorded once
     assert AuditEvent.objects.filter(action="claim.review.override").count() == 1
