@@ -71,6 +71,23 @@ def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | No
                 conn.default_channel.queue_delete(queue)
 
 
+@contextmanager
+def routed(routes: dict):
+    """Celery's routes replaced by ``routes`` in this process for the block (tasks sent to queues of a test's own)."""
+    from kgv_web.celery import app
+
+    original = app.conf.task_routes
+    app.conf.task_routes = routes
+    app.amqp.flush_routes()
+    app.amqp.__dict__.pop("router", None)  # the router is cached with the routes it was made with
+    try:
+        yield
+    finally:
+        app.conf.task_routes = original
+        app.amqp.flush_routes()
+        app.amqp.__dict__.pop("router", None)
+
+
 def wait_for(condition, timeout: float = 60, what: str = "the condition"):
     """Poll ``condition`` until it returns something truthy (returned), or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -97,11 +97,11 @@ def weighed_by_every_kg(monkeypatch):
     Transactional tests only (the worker that verifies its calibration triples sees committed rows)."""
     from tests.verifier.structure.test_training import TINY, generated_kg
     from verifier import confidence
-    from verifier.structure import dataset
+    from verifier.structure import fitting
     from verifier.structure.training import train
 
-    monkeypatch.setattr(dataset, "CALIBRATION_FRACTION", 0.12)  # a slice of 3% of 280 triples is too few to fit on
+    monkeypatch.setattr(fitting, "FACTS_SAMPLED", 40)  # the calibration's facts, each verified by the worker: a few
     kg, _ = generated_kg("towns-weighed")
-    model = train(kg, config=TINY)
+    model = train(kg, config=TINY, folds=2)
     [shipped] = confidence.seed_shipped_models()
     return kg, model, shipped

@@ -270,8 +270,8 @@ def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_
 @pytest.mark.django_db(transaction=True)
 def test_a_kg_with_no_labelled_runs_gets_its_own_weighing_from_its_calibration_triples(celery_worker_process, capsys,
                                                                                       weighed_by_every_kg):
-    """The structural model's calibration triples (the slice it was trained without, and corruptions of it) are
-    verified in the evidence mode by the worker, and the KG's own confidence model is fitted on those runs."""
+    """The structural model's calibration triples (facts the KG states and corruptions of them) are verified in the
+    evidence mode by the worker, and the KG's own confidence model is fitted on those runs."""
     from verifier.structure.fitting import structural_fit_set
     from verifier.structure.scoring import loaded
 

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from kgv_web.celery import app
 from tests.verifier.structure.test_training import TINY, generated_kg
-from tests.workers import celery_worker, wait_for
+from tests.workers import celery_worker, routed, wait_for
 from verifier import queueing
 from verifier.models import Run, StructuralModel, VerificationTask
 from verifier.services import start_run
@@ -15,7 +15,8 @@ from verifier.structure.training import request_training, train
 
 EXPECTED = {
     "verifier.run_verification": "verification", "verifier.verify_claim": "verification",
-    "verifier.train_structural_model": "training", "verifier.prepare_audit": "audit", "verifier.audit_chunk": "audit",
+    "verifier.train_structural_model": "training", "verifier.onboard_kg": "training",
+    "verifier.prepare_audit": "audit", "verifier.audit_chunk": "audit",
     "verifier.reassess_confidence": "housekeeping", "verifier.drive_evaluation": "housekeeping",
     "verifier.deliver_webhook": "housekeeping", "verifier.sweep_stalled_runs": "housekeeping",
     "verifier.deliver_due_webhooks": "housekeeping",
@@ -30,7 +31,7 @@ def test_celery_routes_each_task_to_the_queue_of_its_kind_of_work():
         assert queueing.queue_of(name) == queue
 
 
-def test_a_task_is_sent_after_the_commit_and_an_unknown_name_is_refused(django_capture_on_commit_callbacks):
+def test_a_task_is_sent_after_the_commit_and_an_unknown_name_is_refused(db, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as sent, transaction.atomic():
         queueing.enqueue(queueing.RUN_VERIFICATION, 12345)
     assert len(sent) == 1  # nothing reaches the broker before the commit
@@ -39,7 +40,7 @@ def test_a_task_is_sent_after_the_commit_and_an_unknown_name_is_refused(django_c
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_run_completes_while_a_training_runs_on_its_own_worker(app_env, shipped_weighing, monkeypatch):
+def test_a_run_completes_while_a_training_runs_on_its_own_worker(app_env, shipped_weighing):
     """Two workers as ``make demo`` starts them, one for training and one for verification (each on a queue of its own
     here, so no other test's worker takes their tasks): a one-second evidence run finishes while the KG's next
     model trains."""
@@ -48,9 +49,8 @@ def test_a_run_completes_while_a_training_runs_on_its_own_worker(app_env, shippe
     suffix = f"{int(time.time() * 1000)}"
     routes = {"verifier.train_structural_model": {"queue": f"test-training-{suffix}"},
               "verifier.run_verification": {"queue": f"test-verification-{suffix}"}}
-    monkeypatch.setattr(app.conf, "task_routes", routes)
     slow = {**TINY.to_dict(), "max_epochs": 400, "eval_every": 100, "patience": 10}
-    with celery_worker(queue=routes["verifier.train_structural_model"]["queue"], env=app_env), \
+    with routed(routes), celery_worker(queue=routes["verifier.train_structural_model"]["queue"], env=app_env), \
             celery_worker(queue=routes["verifier.run_verification"]["queue"], env=app_env):
         job = request_training(kg, reason="the KG changed", config=slow, folds=5)
         wait_for(lambda: StructuralModel.objects.filter(pk=job.pk, status=StructuralModel.Status.TRAINING).exists(),

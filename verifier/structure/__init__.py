@@ -1,7 +1,7 @@
 """Structural evidence: what the graph itself says about a triple.
 
-- ``dataset``: the triples a model learns from — the KG without every queued triple and without a
-  calibration slice, so no verdict rests on a model that saw the triple under test;
+- ``folds``, ``dataset``: the triples each network learns from — every KG triple outside its fold — so every
+  triple is scored by a network that never saw it;
 - ``kge``: knowledge-graph embeddings trained with PyKEEN, chosen by validation MRR;
 - ``calibration``: scores → probabilities per relation, and the calibration error;
 - ``scoring``: a trained model loaded once per process, answering plausibility questions;

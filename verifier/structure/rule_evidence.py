@@ -23,7 +23,7 @@ from django.db import connection
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
 from verifier.kg.store import shared_labels
 from verifier.models import EntityType, KnowledgeGraph, Relation
-from verifier.structure.rules import Atom, RowTriple, describe_rule
+from verifier.structure.rules import MIN_SUPPORT, Atom, RowTriple, describe_rule
 
 NEAR_FUNCTIONAL = 0.9  # AMIE functionality (#distinct subjects / #facts) from which another value conflicts
 GROUNDINGS_SHOWN = 3
@@ -319,9 +319,35 @@ def _violations(kg: KnowledgeGraph, info: _RelationInfo, head: tuple[Ref, tuple[
     return [TypeViolation(side, ref, refs(types), refs(expected), info.derived) for side, ref, types, expected in found]
 
 
+def _leave_one_out(matches: list[RuleMatch], h: int, r: int, t: int) -> tuple[list[RuleMatch], list[float]]:
+    """The supporting rules and their PCA confidences as if the KG did not state (h, r, t): where it does, each rule
+    whose body holds between h and t counted the triple among its instances, so its support loses one (a rule then
+    below the miner's minimum support would not exist) and its confidence is recomputed — a fact is weighed exactly as
+    a triple the KG lacks, and no rule owes its support to the triple it speaks for."""
+    if not matches:
+        return matches, []
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT EXISTS (SELECT FROM verifier_triple WHERE head_id = %(h)s AND relation_id = %(r)s AND tail_id = %(t)s),
+                                 EXISTS (SELECT FROM verifier_triple WHERE head_id = %(h)s AND relation_id = %(r)s AND tail_id <> %(t)s)""",
+                       {"h": h, "r": r, "t": t})
+        stated, other_value = cursor.fetchone()
+    if not stated:
+        return matches, [m.rule.pca_confidence for m in matches]
+    kept, confidences = [], []
+    for match in matches:
+        support = match.rule.support - 1
+        if support < MIN_SUPPORT:
+            continue
+        body = match.rule.support / match.rule.pca_confidence if match.rule.pca_confidence else float(match.rule.support)
+        kept.append(match)
+        confidences.append(min(1.0, support / max(body - (0 if other_value else 1), 1.0)))
+    return kept, confidences
+
+
 def rule_evidence(kg: KnowledgeGraph, head_row: int, relation_row: int, tail_row: int, *, limit: int = 5) -> RuleEvidence:
     """What the rules mined for the KG's current version and the relation's statistics say about (h, r, t),
-    given as row ids. The triple and its reverse reading are never an edge of a grounding or another value."""
+    given as row ids. The triple and its reverse reading are never an edge of a grounding or another value, and a
+    triple the KG states is weighed as if it did not (``_leave_one_out``)."""
     h, r, t = head_row, relation_row, tail_row
     relations = _relations(kg)
     info = relations[r]
@@ -336,14 +362,14 @@ def rule_evidence(kg: KnowledgeGraph, head_row: int, relation_row: int, tail_row
     rows |= {x for _, z, y in competing_rows for x in (z, y) if x is not None} | {x for _, e in others for x in (e[0], e[2])}
     entities = _entities(kg, rows)
     ground = _Grounder(entities, relations, leaking)
-    supporting = _supporting(rules, supporting_rows, h, t, ground)
+    supporting, confidences = _leave_one_out(_supporting(rules, supporting_rows, h, t, ground), h, r, t)
     competing = _competing(rules, competing_rows, h, ground)
     other_values = [OtherValue(side, ground(edge[0], [(r, True)], [edge[2]]),
                                info.functionality if side == "tail" else info.inverse_functionality)
                     for side, edge in others]
     return RuleEvidence(
         triple=Edge(ground.ref(h), info.ref, ground.ref(t)), rows=(h, r, t), rules_of_relation=len(rules),
-        supporting=supporting[:limit], supporting_confidences=[m.rule.pca_confidence for m in supporting],
+        supporting=supporting[:limit], supporting_confidences=confidences,
         competing=competing[:limit], competing_confidences=[m.rule.pca_confidence for m in competing],
         other_values=other_values, violations=_violations(kg, info, entities[h], entities[t]),
         functionality=info.functionality, inverse_functionality=info.inverse_functionality)

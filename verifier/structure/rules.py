@@ -23,7 +23,7 @@ What the mined rules say about one triple is in verifier/structure/rule_evidence
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +36,7 @@ from verifier.structure.dataset import kg_triples
 Atom = tuple[int, bool]  # (relation row id, forward: the edge points the way we walk from x to y)
 RowTriple = tuple[int, int, int]
 
+MIN_SUPPORT = 2  # a rule needs this many instances
 EXPANSION_BUDGET = 4_000_000  # neighbour probes per chunk while counting length-2 support (memory bound)
 
 
@@ -202,7 +203,7 @@ def _length2_rules(g: _Graph, need: np.ndarray, min_pca: float) -> list[RuleStat
     return rules
 
 
-def find_rules(triples: np.ndarray, *, min_support: int = 2, min_head_coverage: float = 0.01,
+def find_rules(triples: np.ndarray, *, min_support: int = MIN_SUPPORT, min_head_coverage: float = 0.01,
                min_pca_confidence: float = 0.1) -> list[RuleStats]:
     """Every rule of length ≤ 2 over (n, 3) row-id triples meeting the three thresholds (no database)."""
     triples = np.asarray(triples, dtype=np.int64).reshape(-1, 3)
@@ -214,18 +215,13 @@ def find_rules(triples: np.ndarray, *, min_support: int = 2, min_head_coverage: 
     return _length1_rules(g, need, min_pca_confidence) + _length2_rules(g, need, min_pca_confidence)
 
 
-def mine_rules(kg: KnowledgeGraph, *, without: Collection[tuple[int, int, int]] = (), min_support: int = 2,
-               min_head_coverage: float = 0.01, min_pca_confidence: float = 0.1, log: Callable[[str], None] | None = None) -> int:
-    """Mine the KG's rules and store them for its current version, replacing every older set; returns
-    how many were stored. ``without``: row triples the rules must not learn from — those the structural model is
-    trained without (the queued ones and its calibration slice), so that a rule never owes its support to the
-    triple it then speaks for: on a KG as small as Nations, where a rule needs two instances, the calibration
-    slice's own rules made its triples look supported as unseen triples never are."""
+def mine_rules(kg: KnowledgeGraph, *, min_support: int = MIN_SUPPORT, min_head_coverage: float = 0.01,
+               min_pca_confidence: float = 0.1, log: Callable[[str], None] | None = None) -> int:
+    """Mine the KG's rules and store them for its current version, replacing every older set; returns how many were
+    stored. A rule's support counts every fact it predicts; the evidence about one fact leaves that fact out
+    (verifier/structure/rule_evidence.py)."""
     log = log or (lambda message: None)
     triples = kg_triples(kg)
-    if without:
-        excluded = set(without)
-        triples = triples[[tuple(t) not in excluded for t in triples.tolist()]].reshape(-1, 3)
     log(f"Mining rules of length ≤ 2 over {len(triples):,} triples of {kg.name} v{kg.version}…")
     found = find_rules(triples, min_support=min_support, min_head_coverage=min_head_coverage,
                        min_pca_confidence=min_pca_confidence)
