@@ -7,6 +7,7 @@ from verifier.web import (
     kg_audits,
     kg_changes,
     memory,
+    onboarding,
     queue,
     reviewers,
     runs,
@@ -18,4 +19,4 @@ from verifier.web import (
 urlpatterns = [*queue.urlpatterns, *saved_views.urlpatterns, *runs.urlpatterns, *memory.urlpatterns, *structure.urlpatterns,
                *webhooks.urlpatterns, *entities.urlpatterns,
                *reviewers.urlpatterns, *confidence.urlpatterns, *claims.urlpatterns, *kg_changes.urlpatterns,
-               *kg_audits.urlpatterns]
+               *kg_audits.urlpatterns, *onboarding.urlpatterns]

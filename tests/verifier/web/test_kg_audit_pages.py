@@ -52,11 +52,12 @@ def test_each_kg_audit_page_admits_exactly_the_roles_it_needs(make_user, audit):
 def test_the_list_shows_each_kgs_audits_and_offers_the_run_form_to_curators_only(make_user, audit):
     viewer_page = client_for(make_user, "viewer").get(reverse("kg-audit-list")).content.decode()
     assert f'<tr data-audit-id="{audit.pk}">' in viewer_page and "noisy" in viewer_page
-    assert 'id="run-audit-form"' not in viewer_page
+    assert 'id="run-audit-form"' not in viewer_page and 'id="onboard-link"' not in viewer_page
     assert f'{audit.metrics["auc"]["all"]:.3f}' in viewer_page
     curator_page = client_for(make_user, "curator").get(reverse("kg-audit-list") + f"?kg={audit.kg_id}").content.decode()
     assert 'id="run-audit-form"' in curator_page
     assert re.search(rf'<option value="{audit.kg_id}" selected>', curator_page)
+    assert 'id="onboard-link"' in client_for(make_user, "admin").get(reverse("kg-audit-list")).content.decode()
     nav = curator_page.split('<nav class="primary"')[1].split("</nav>")[0]
     assert '<a href="/kg-audits/" aria-current="page">KG audits</a>' in nav
 
