@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -61,9 +62,14 @@ def audit_url(audit_id: int) -> str:
     return reverse("kg-audit-detail", args=[audit_id])
 
 
-def _list_page(request: HttpRequest, form: StartAuditForm, status: int = 200) -> HttpResponse:
+def _chosen_kg(request: HttpRequest) -> int | None:
+    """``?kg=<id>``: the KG whose audits are listed and which the form offers first."""
     chosen = request.GET.get("kg", "")
-    kg_id = int(chosen) if chosen.isdigit() else None
+    return int(chosen) if chosen.isdigit() else None
+
+
+def _list_page(request: HttpRequest, form: StartAuditForm, status: int = 200) -> HttpResponse:
+    kg_id = _chosen_kg(request)
     return render(request, "verifier/kg_audit/list.html", {
         "groups": audits_by_kg(kg_id), "form": form, "kg_id": kg_id, "can_curate": has_role(request.user, CURATOR),
     }, status=status)
@@ -74,10 +80,9 @@ def _list_page(request: HttpRequest, form: StartAuditForm, status: int = 200) ->
 def kg_audit_list(request: HttpRequest) -> HttpResponse:
     """GET: the audits of each KG, latest first. POST (curator): run an audit of the chosen KG on the audit workers."""
     if request.method == "GET":
-        chosen = request.GET.get("kg", "")
-        return _list_page(request, StartAuditForm(initial={"kg": int(chosen)} if chosen.isdigit() else None))
+        return _list_page(request, StartAuditForm(initial={"kg": _chosen_kg(request)}))
     if not has_role(request.user, CURATOR):
-        return _list_page(request, StartAuditForm(), status=403)
+        raise PermissionDenied(f"running a KG audit needs the {CURATOR} role")
     form = StartAuditForm(request.POST)
     if not form.is_valid():
         return _list_page(request, form, status=400)
