@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +19,7 @@ from verifier.api.errors import Conflict
 from verifier.api.serializers import TermSerializer, UserRefSerializer
 from verifier.api.views import FileContentNegotiation
 from verifier.kg_audit import exports
-from verifier.kg_audit.selectors import auditable_kgs, audits, relation_id, suspects
+from verifier.kg_audit.selectors import auditable_kgs, audits, id_param, suspects
 from verifier.kg_audit.service import AuditError, queue_suspects, start_audit
 from verifier.models import KGAudit, Suspect
 from verifier.roles import VIEWER
@@ -87,14 +87,6 @@ class QueuedSerializer(serializers.Serializer):
     queued = serializers.IntegerField(help_text="suspects queued as flagged triples now (those queued before are left)")
 
 
-def _kg_param(value: str) -> int | None:
-    if not value:
-        return None
-    if not value.isdigit():
-        raise exceptions.ValidationError({"kg": ["a knowledge-graph id"]})
-    return int(value)
-
-
 @extend_schema_view(list=extend_schema(parameters=[OpenApiParameter("kg", int, description="only this KG's audits")]))
 class KGAuditViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Every triple of a KG ranked by how likely it is wrong: the audits, newest first."""
@@ -102,7 +94,7 @@ class KGAuditViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = KGAudit.objects.all()
 
     def get_queryset(self):
-        kg = _kg_param(self.request.query_params.get("kg", "")) if self.action == "list" else None
+        kg = id_param(self.request.query_params.get("kg", ""), "kg", "a knowledge-graph id") if self.action == "list" else None
         return audits(kg)
 
     def get_serializer_class(self):
@@ -127,7 +119,8 @@ class KGAuditViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def suspects(self, request: Request, pk=None) -> Response:
         """The audit's suspects by rank (paginated), each with its reasons and the task it was queued as."""
         audit = self.get_object()
-        page = self.paginate_queryset(suspects(audit, relation=relation_id(request.query_params.get("relation", ""))))
+        relation = id_param(request.query_params.get("relation", ""), "relation", "a relation id")
+        page = self.paginate_queryset(suspects(audit, relation=relation))
         return self.get_paginated_response(SuspectSerializer(page, many=True).data)
 
     @extend_schema(request=QueueSuspectsSerializer, responses={

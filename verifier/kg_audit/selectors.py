@@ -10,12 +10,26 @@ from verifier.kg_audit.exports import suspects_of
 from verifier.models import KGAudit, KnowledgeGraph, Run, Suspect
 
 
-class SuspectFilterError(ApplicationError):
-    """A suspects filter whose value cannot be used; ``param`` names it."""
+class AuditFilterError(ApplicationError):
+    """A query parameter of the KG audit pages or API whose value cannot be used; ``param`` names it."""
 
     def __init__(self, param: str, message: str):
         self.param = param
         super().__init__(f"{param}: {message}")
+
+
+MAX_ID = 2**63 - 1  # PostgreSQL bigint, the type of every primary key
+
+
+def id_param(value: str, name: str, hint: str = "an id") -> int | None:
+    """The id a query parameter gives, or None when it is empty: ASCII digits within bigint (``"²".isdigit()`` is
+    true, and a 30-digit id would overflow the column)."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if not (value.isascii() and value.isdecimal() and len(value) <= 19 and int(value) <= MAX_ID):
+        raise AuditFilterError(name, f"{value[:40]!r} is not {hint}")
+    return int(value)
 
 
 def auditable_kgs() -> QuerySet[KnowledgeGraph]:
@@ -48,16 +62,6 @@ def audit_state(audit: KGAudit) -> dict:
     return {"id": audit.pk, "status": audit.status, "status_label": audit.get_status_display(), "stage": audit.stage,
             "triples": audit.triples, "scored": audit.scored, "progress": round(audit.progress, 4),
             "percent": int(100 * audit.progress), "stale": audit.is_stale, "done": is_done(audit), "error": audit.error}
-
-
-def relation_id(value: str) -> int | None:
-    """The ``relation`` filter of the suspects: a relation id, or nothing."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if not value.isdigit():
-        raise SuspectFilterError("relation", f"{value[:40]!r} is not a relation id")
-    return int(value)
 
 
 def suspects(audit: KGAudit, *, relation: int | None = None) -> QuerySet[Suspect]:

@@ -19,12 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from verifier.kg_audit import exports
 from verifier.kg_audit.selectors import (
-    SuspectFilterError,
+    AuditFilterError,
     audit_state,
     auditable_kgs,
     audits_by_kg,
+    id_param,
     latest_run,
-    relation_id,
     suspects,
 )
 from verifier.kg_audit.service import AuditError, queue_suspects, start_audit, suspect_details
@@ -64,8 +64,10 @@ def audit_url(audit_id: int) -> str:
 
 def _chosen_kg(request: HttpRequest) -> int | None:
     """``?kg=<id>``: the KG whose audits are listed and which the form offers first."""
-    chosen = request.GET.get("kg", "")
-    return int(chosen) if chosen.isdigit() else None
+    try:
+        return id_param(request.GET.get("kg", ""), "kg")
+    except AuditFilterError:
+        return None  # the list of every KG's audits
 
 
 def _list_page(request: HttpRequest, form: StartAuditForm, status: int = 200) -> HttpResponse:
@@ -111,7 +113,7 @@ def _chart(audit: KGAudit) -> list[dict]:
 
 
 def _finished_context(request: HttpRequest, audit: KGAudit) -> dict:
-    relation = relation_id(request.GET.get("relation", ""))
+    relation = id_param(request.GET.get("relation", ""), "relation", "a relation id")
     page = Paginator(suspects(audit, relation=relation), SUSPECTS_PER_PAGE).get_page(request.GET.get("page"))
     return {"auc": (audit.metrics or {}).get("auc") or {}, "bars": _chart(audit), "chart_width": CHART_WIDTH,
             "chart_height": CHART_HEIGHT, "relations": exports.relation_rows(audit), "relation": relation,
@@ -129,7 +131,7 @@ def kg_audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
         return render(request, "verifier/kg_audit/detail.html", context)
     try:
         context.update(_finished_context(request, audit))
-    except SuspectFilterError as error:
+    except AuditFilterError as error:
         return render(request, "verifier/kg_audit/detail.html", {**context, "filter_error": error}, status=400)
     return render(request, "verifier/kg_audit/detail.html", context)
 

@@ -70,6 +70,7 @@ def test_the_suspects_page_by_rank_and_filter_by_relation(client_as, audit):
     assert only["count"] == Suspect.objects.filter(audit=audit, relation_id=relation).count()
     assert {s["relation"]["id"] for s in only["results"]} == {relation}
     assert_error(client.get(url + "?relation=citizen"), 400, "invalid")
+    assert_error(client.get(url + "?relation=%C2%B2"), 400, "invalid")  # "²" is a digit to str.isdigit, not an id
 
 
 def test_queueing_the_top_suspects_says_how_many_and_refuses_what_it_cannot(client_as, audit):

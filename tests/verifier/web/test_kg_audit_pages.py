@@ -122,6 +122,8 @@ def test_a_finished_audit_explains_itself_and_lists_its_suspects_with_their_reas
     assert ranks == expected and ranks
     bad = client.get(reverse("kg-audit-detail", args=[audit.pk]) + "?relation=citizen")
     assert bad.status_code == 400 and "relation: &#x27;citizen&#x27; is not a relation id" in bad.content.decode()
+    assert client.get(reverse("kg-audit-detail", args=[audit.pk]) + "?relation=%C2%B2").status_code == 400
+    assert client.get(reverse("kg-audit-list") + "?kg=%C2%B2").status_code == 200  # an unusable KG: every KG's audits
 
 
 def test_the_suspect_page_shows_reasons_details_the_ends_and_its_task_once_queued(make_user, audit):
