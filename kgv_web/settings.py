@@ -286,6 +286,7 @@ SPECTACULAR_SETTINGS = {
         "ReviewDecisionEnum": "verifier.models.Review.Decision",
         "ClaimReviewDecisionEnum": "verifier.models.ClaimReview.Decision",
         "KnowledgeGraphKindEnum": "verifier.models.KnowledgeGraph.Kind",
+        "JobStatusEnum": "verifier.models.KGAudit.Status",  # a KG audit's, and an onboarding's (the same choices)
     },
 }
 

@@ -101,9 +101,7 @@ def run(onboarding: Onboarding, *, report: Report | None = None) -> Onboarding:
                "structural_model": model.pk}
     Onboarding.objects.filter(pk=onboarding.pk).update(status=Onboarding.Status.FINISHED, progress=1.0, stage="ready",
                                                        seconds=seconds, quality=quality, finished_at=timezone.now())
-    kept = Path(onboarding.file)
-    if kept.parent.resolve() == uploads_dir().resolve():  # an upload's copy; a command's file is the user's own
-        kept.unlink(missing_ok=True)
+    _forget_upload(onboarding)
     return Onboarding.objects.get(pk=onboarding.pk)
 
 
@@ -118,7 +116,15 @@ def _load(onboarding: Onboarding) -> KnowledgeGraph:
 def _fail(onboarding: Onboarding, error: str) -> Onboarding:
     Onboarding.objects.filter(pk=onboarding.pk).update(status=Onboarding.Status.FAILED, error=error[:4000], stage="failed",
                                                        finished_at=timezone.now())
+    _forget_upload(onboarding)
     return Onboarding.objects.get(pk=onboarding.pk)
+
+
+def _forget_upload(onboarding: Onboarding) -> None:
+    """Delete the kept copy of an upload once its onboarding has ended (a command's file is the user's own: kept)."""
+    kept = Path(onboarding.file)
+    if kept.parent.resolve() == uploads_dir().resolve():
+        kept.unlink(missing_ok=True)
 
 
 def summary_lines(onboarding: Onboarding) -> list[str]:

@@ -22,6 +22,8 @@
                 evaluation (``evaluation:codex-kge-400``)
 ``claim``       a claim id: only the triples that are parts of that claim in plain language; ``any``: the
                 parts of any claim
+``kg_audit``    a KG audit id: only the triples its suspects were queued as (including a triple queued before,
+                which kept its task)
 ``assignee``    a user id, ``me`` (the requesting user) or ``none`` (unassigned)
 ``q``           case-insensitive search in the head, relation and tail labels and ids
 ``sort``        one of SORT_KEYS, ``-`` prefix for descending (default ``-created``)
@@ -42,7 +44,7 @@ from django.db.models import CharField, F, JSONField, OuterRef, Q, QuerySet, Sub
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 
-from verifier.models import Agreement, ClaimPart, Run, Verdict, VerificationTask
+from verifier.models import Agreement, ClaimPart, Run, Suspect, Verdict, VerificationTask
 from verifier.params import ParameterError, get_choices, get_fraction, get_id, is_id, parse_id, single
 from verifier.quality import CODES
 
@@ -61,7 +63,7 @@ AGREEMENT_VALUES = tuple(Agreement.values)
 DISPUTED_VALUES = ("true", "false")
 VERDICT_VALUES = (*Verdict.values, "none")
 FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
-                 "signal", "origin", "source", "claim", "assignee", "q", "sort")
+                 "signal", "origin", "source", "claim", "kg_audit", "assignee", "q", "sort")
 ORIGIN_VALUES = ("work", "evaluation", "all")
 EVALUATION_SOURCE_PREFIX = "evaluation:"  # verifier/evaluation/runner.py names the tasks it creates so
 SIGNAL_VALUES = (*CODES, "any", "none")
@@ -168,6 +170,10 @@ def _filter_claim(queryset: QuerySet, claim: str) -> QuerySet:
     return queryset.filter(pk__in=parts.values("task_id"))
 
 
+def _filter_kg_audit(queryset: QuerySet, audit_id: int) -> QuerySet:
+    return queryset.filter(pk__in=Suspect.objects.filter(audit_id=audit_id, task__isnull=False).values("task_id"))
+
+
 def _search(queryset: QuerySet, text: str) -> QuerySet:
     condition = Q()
     for part in ("head", "relation", "tail"):
@@ -212,6 +218,8 @@ def filter_tasks(queryset: QuerySet, params: Mapping, user=None) -> QuerySet:
         queryset = _filter_signals(queryset, signals)
     if claim := single(params, "claim"):
         queryset = _filter_claim(queryset, claim)
+    if (kg_audit := get_id(params, "kg_audit", hint="a KG audit id")) is not None:
+        queryset = _filter_kg_audit(queryset, kg_audit)
     if assignee := single(params, "assignee"):
         queryset = _filter_assignee(queryset, assignee, user)
     if text := str(params.get("q") or "").strip():  # free text: commas are part of the label

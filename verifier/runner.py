@@ -149,7 +149,7 @@ def _training_to_await(run: Run):
             return None
     except ValueError:
         return None
-    return training_to_await(run.task.kg, since=run.created_at)
+    return training_to_await(run.task.kg)
 
 
 def _investigate(run: Run, llm: LLM | None, on_step) -> Run:

@@ -47,6 +47,7 @@ QUEUE_PARAMETERS = [
                      description="work (default): imported flagged triples; evaluation: benchmark triples of evaluations; all"),
     OpenApiParameter("source", str, description="search in the task's source (file name or evaluation:<name>)"),
     OpenApiParameter("claim", str, description="a claim id: the parts of that claim in plain language; any: of any claim"),
+    OpenApiParameter("kg_audit", int, description="a KG audit id: the triples its suspects were queued as"),
     OpenApiParameter("assignee", str, description="user id, me or none"),
     OpenApiParameter("q", str, description="search in head, relation and tail labels"),
     OpenApiParameter("sort", str, description="created, updated, status, head, relation, tail, verdict, confidence, id; - for descending"),

@@ -16,6 +16,11 @@ CSV_COLUMNS = ("rank", "suspicion", "head_id", "head", "relation_id", "relation"
                "new_since_previous_audit", "queued_as_task")
 
 
+def file_name(audit: KGAudit, suffix: str) -> str:
+    """The name a download of the audit's suspects or report is saved under."""
+    return f"kg-audit-{audit.pk}-{audit.kg.name}.{suffix}"
+
+
 def suspects_of(audit: KGAudit):
     return Suspect.objects.filter(audit=audit).select_related("head", "relation", "tail").order_by("rank")
 

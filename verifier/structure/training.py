@@ -85,19 +85,13 @@ def ensure_model(kg: KnowledgeGraph, *, reason: str) -> StructuralModel | None:
     return StructuralModel.objects.ready_for(kg) or request_training(kg, reason=reason)
 
 
-def training_to_await(kg: KnowledgeGraph, *, since) -> StructuralModel | None:
-    """The training a verification on this KG should wait for before it starts, else None: only the KG's first
-    model (a KG with a ready model of any version is scored at once), requested here if none is in flight. A run
-    waits for one attempt only: when a job requested after ``since`` (the run's creation) failed, it starts
-    without."""
+def training_to_await(kg: KnowledgeGraph) -> StructuralModel | None:
+    """The training a verification on this KG should wait for before it starts, else None: the KG's first model while
+    it trains (a KG with a ready model of any version is scored at once; one with none and no training in flight is
+    verified without structural evidence, which its tools say)."""
     if kg.kind != KnowledgeGraph.Kind.LOCAL or kg.version == 0 or StructuralModel.objects.ready_for(kg) is not None:
         return None
-    live = live_job(kg)
-    if live is not None:
-        return live
-    if StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.FAILED, created_at__gte=since).exists():
-        return None
-    return request_training(kg, reason="a verification needs the KG's first structural model")
+    return live_job(kg)
 
 
 def wait_for_model(kg: KnowledgeGraph, *, log=print, poll: float = 5.0) -> StructuralModel | None:

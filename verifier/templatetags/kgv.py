@@ -17,7 +17,8 @@ register = template.Library()
 
 # Navigation areas by path prefix; the queue is the home page, and a run or task is opened from it.
 SECTIONS = (("/memory/", "memory"), ("/evaluations/", "evaluations"), ("/audit/", "audit"), ("/webhooks/", "webhooks"),
-            ("/entities/", "entities"), ("/claims/", "claims"), ("/reviewers/", "reviewers"), ("/confidence/", "confidence"),
+            ("/entities/", "entities"), ("/claims/", "claims"), ("/kg-audits/", "kg-audits"), ("/kgs/", "kg-audits"),
+            ("/reviewers/", "reviewers"), ("/confidence/", "confidence"),
             ("/api/", "api"), ("/runs/", "queue"), ("/tasks/", "queue"), ("/import/", "queue"))
 
 

@@ -103,6 +103,17 @@ ENDPOINTS = [
              lambda o: {"kg": o["kg"].pk}),  # the KG has no structural model to take calibration triples from
     Endpoint("own weighing fit", "post", "admin", 409, lambda o: reverse("api:confidence-model-fit-on-calibration-triples"),
              lambda o: {"kg": o["kg"].pk}),  # nothing verified yet
+    Endpoint("kg audit list", "get", "viewer", 200, lambda o: reverse("api:kg-audit-list") + f"?kg={o['kg'].pk}"),
+    Endpoint("kg audit start", "post", "curator", 201, lambda o: reverse("api:kg-audit-list"), lambda o: {"kg": o["kg"].pk}),
+    Endpoint("kg audit detail", "get", "viewer", 200, lambda o: reverse("api:kg-audit-detail", args=[o["kg_audit"].pk])),
+    Endpoint("kg audit suspects", "get", "viewer", 200, lambda o: reverse("api:kg-audit-suspects", args=[o["kg_audit"].pk])),
+    Endpoint("kg audit queue", "post", "curator", 200, lambda o: reverse("api:kg-audit-queue", args=[o["kg_audit"].pk]),
+             lambda o: {"top": 1}),
+    Endpoint("kg audit csv", "get", "viewer", 200, lambda o: reverse("api:kg-audit-csv", args=[o["kg_audit"].pk])),
+    Endpoint("onboarding list", "get", "admin", 200, lambda o: reverse("api:onboarding-list")),
+    Endpoint("onboarding upload", "post", "admin", 201, lambda o: reverse("api:onboarding-list"),
+             lambda o: {"name": "uploaded", "file": SimpleUploadedFile("kg.tsv", b"Q42\tP27\tQ145\n")}),
+    Endpoint("onboarding detail", "get", "admin", 200, lambda o: reverse("api:onboarding-detail", args=[o["onboarding"].pk])),
     Endpoint("export", "get", "viewer", 200, lambda o: reverse("api:export", kwargs={"fmt": "csv"}) + f"?tasks={o['task'].pk}"),
     Endpoint("schema", "get", "viewer", 200, lambda o: reverse("api:schema")),
     Endpoint("docs", "get", "viewer", 200, lambda o: reverse("api:docs")),
@@ -110,10 +121,12 @@ ENDPOINTS = [
 
 
 @pytest.fixture
-def objects(verified):
+def objects(verified, settings, tmp_path):
     from tests.http_fixtures import refused_url
     from tests.verifier.exports.verified_runs import make_task
-    from verifier.models import AuditEvent, Claim, ConfidenceModel, Evaluation, Webhook
+    from verifier.models import AuditEvent, Claim, ConfidenceModel, Evaluation, KGAudit, Onboarding, Suspect, Webhook
+
+    settings.KGV_UPLOAD_DIR = tmp_path / "uploads"  # where an onboarding keeps its upload
 
     other = make_task(verified["kg"], tail="Q90")  # its run in flight leaves verified["task"] free to start
     queued = Run.objects.create(task=other, status=Run.Status.QUEUED)
@@ -129,7 +142,14 @@ def objects(verified):
                                          status=Claim.Status.DECOMPOSED)
     own_model = ConfidenceModel.objects.create(kg=verified["kg"], features=["structural_logit"], coefficients=[1.0], intercept=0.0,
                                                source="permissions", metrics={"n": 40})
-    return {**verified, "queued": queued, "audit": audit, "own_model": own_model, "evaluation": evaluation, "waiting": waiting,
+    kg, task = verified["kg"], verified["task"]
+    kg_audit = KGAudit.objects.create(kg=kg, kg_version=kg.version, status=KGAudit.Status.FINISHED, triples=1, scored=1,
+                                      summary={"suspects": 1, "likely_wrong": 1, "per_relation": [], "compared": None})
+    Suspect.objects.create(audit=kg_audit, rank=1, head_id=task.head_id, relation_id=task.relation_id, tail_id=task.tail_id,
+                           suspicion=0.9)
+    onboarding = Onboarding.objects.create(name="permissions", file=str(tmp_path / "kg.tsv"))
+    return {**verified, "queued": queued, "kg_audit": kg_audit, "onboarding": onboarding, "audit": audit,
+            "own_model": own_model, "evaluation": evaluation, "waiting": waiting,
             "rerun": rerun, "webhook": webhook,
             "claim": claim, "written_claim": written_claim}
 
