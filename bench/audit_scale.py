@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from verifier.kg_audit.service import run_here, scores, start_audit  # noqa: E402
-from verifier.models import Entity, KnowledgeGraph, StructuralModel  # noqa: E402
+from verifier.models import Entity, KnowledgeGraph  # noqa: E402
 
 TYPES, PER_TYPE, RELATIONS = 50, 20_000, 200
 
@@ -94,10 +94,9 @@ def main() -> None:
             call_command("load_kg", str(path), "--name", name, "--replace", "--no-kge", "--no-embed", "--no-progress")
         seconds["load"] = time.monotonic() - started
     kg = KnowledgeGraph.objects.get(name=name)
-    StructuralModel.objects.filter(kg=kg, status="ready").update(status="superseded")
     before = peak_mb()
     started = time.monotonic()
-    audit = run_here(start_audit(kg=kg, queue=False))
+    audit = run_here(start_audit(kg=kg, queue=False, structural=False))
     seconds["audit"] = time.monotonic() - started
     rows, suspicion = scores(audit)
     external = dict(Entity.objects.filter(kg=kg).values_list("pk", "external_id"))

@@ -159,10 +159,8 @@ def main() -> None:
         model = train(kg, report=lambda fraction, stage: None)
         timings["training"] = time.monotonic() - started
         print(f"structural model #{model.pk}: validation MRR {model.metrics['validation']['mrr']:.3f}", flush=True)
-    if args.no_model:
-        StructuralModel.objects.filter(kg=kg, status=StructuralModel.Status.READY).update(status=StructuralModel.Status.SUPERSEDED)
     started = time.monotonic()
-    audit = run_here(start_audit(kg=kg, queue=False))
+    audit = run_here(start_audit(kg=kg, queue=False, structural=not args.no_model))
     timings["audit"] = time.monotonic() - started
     rows, suspicion = scores(audit)
     external = dict(Entity.objects.filter(kg=kg).values_list("pk", "external_id"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 GRAPH_FEATURES = [
     "other_tails",  # log(1 + the head's other values of the relation)
@@ -26,6 +27,9 @@ GRAPH_FEATURES = [
     "relation_share",  # log of the relation's share of the KG's triples
     "head_type_share",  # share of the relation's subjects with the head's type (-1: untyped)
     "tail_type_share",  # share of the relation's values with the tail's type (-1: untyped)
+    "head_role_fit",  # how often entities playing the head's other roles are subjects of the relation
+    "tail_role_fit",  # how often entities playing the tail's other roles are values of the relation
+    "shared_neighbours",  # log(1 + entities linked to both ends)
 ]
 
 
@@ -80,6 +84,18 @@ class GraphIndex:
             self._functionality = np.where(facts > 0, distinct_heads / facts, 0.0)
             self._inverse = np.where(facts > 0, distinct_tails / facts, 0.0)
             self._share = np.log(np.maximum(facts, 1.0) / max(len(self.triples), 1))
+        # Roles: (relation, side) of each entity, as counts (E × 2R), and how often a role goes with another over entities.
+        roles = sparse.csr_matrix((np.ones(2 * len(h)), (np.concatenate([h, t]), np.concatenate([2 * r, 2 * r + 1]))),
+                                  shape=(E, 2 * R))
+        roles.sum_duplicates()
+        self._roles = roles.astype(np.float32).tocsr()
+        present = (self._roles > 0).astype(np.float32)
+        together = (present.T @ present).toarray()
+        self._given = together / np.maximum(np.diag(together), 1.0)[:, None]  # [b, a]: P(an entity plays a | it plays b)
+        adjacency = sparse.csr_matrix((np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))),
+                                      shape=(E, E))
+        adjacency.data[:] = 1.0
+        self._adjacency = (adjacency > 0).astype(np.float32).tocsr()
         self.types = types
         if types is not None:
             n_types = int(types.max(initial=-1)) + 2
@@ -115,8 +131,26 @@ class GraphIndex:
             self._inverse[r],
             self._share[r],
             *self._type_shares(h, r, t, own),
+            self._role_fit(h, 2 * r, own),
+            self._role_fit(t, 2 * r + 1, own),
+            np.log1p(self._shared(h, t)),
         ]
         return Described(np.column_stack(columns).astype(np.float32), own.astype(bool))
+
+    def _role_fit(self, entities: np.ndarray, role: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """For each entity, the share of its other roles' players that also play ``role`` (the triple's own role
+        taken out of its counts): an entity whose other roles never go with this one stands out."""
+        counts = self._roles[entities].toarray()
+        counts[np.arange(len(entities)), role] -= own
+        counts = np.maximum(counts, 0.0)
+        counts[np.arange(len(entities)), role] = 0.0  # the role itself says nothing about whether it fits
+        totals = counts.sum(axis=1)
+        fit = (counts * self._given[:, role].T).sum(axis=1) / np.maximum(totals, 1.0)
+        return np.where(totals > 0, fit, -1.0)
+
+    def _shared(self, h: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """How many entities are linked (any relation, either way) to both ends."""
+        return np.asarray(self._adjacency[h].multiply(self._adjacency[t]).sum(axis=1)).ravel()
 
     def _type_shares(self, h: np.ndarray, r: np.ndarray, t: np.ndarray, own: np.ndarray) -> list[np.ndarray]:
         if self.types is None:

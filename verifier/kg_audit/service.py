@@ -35,9 +35,11 @@ class AuditError(ApplicationError):
     """The audit cannot be started or go on as asked (the message says why)."""
 
 
-def start_audit(*, kg: KnowledgeGraph, actor=None, queue: bool = True, chunk_size: int = CHUNK) -> KGAudit:
-    """A new audit of the KG's current version, scored by its ready structural model if it has one; sent to the audit
-    workers after the commit (``queue``), else left for the caller to run (``run_here``)."""
+def start_audit(*, kg: KnowledgeGraph, actor=None, queue: bool = True, chunk_size: int = CHUNK,
+                structural: bool = True) -> KGAudit:
+    """A new audit of the KG's current version, scored by its ready structural model if it has one (``structural``:
+    False scores by the graph's statistics alone); sent to the audit workers after the commit (``queue``), else left
+    for the caller to run (``run_here``)."""
     if kg.kind != KnowledgeGraph.Kind.LOCAL or kg.version == 0:
         raise AuditError(f"{kg.name} has no triples of its own to audit")
     with transaction.atomic():
@@ -46,7 +48,7 @@ def start_audit(*, kg: KnowledgeGraph, actor=None, queue: bool = True, chunk_siz
                    if not a.is_stale]
         if running:
             raise AuditError(f"audit #{running[0].pk} of {kg.name} is still running ({running[0].progress:.0%}); wait for it")
-        model = StructuralModel.objects.ready_for(kg)
+        model = StructuralModel.objects.ready_for(kg) if structural else None
         audit = KGAudit.objects.create(
             kg=kg, kg_version=kg.version, structural_model=model, chunk_size=chunk_size, created_by=_user(actor),
             triples=kg.triples.count(), stage="queued",

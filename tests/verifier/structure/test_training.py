@@ -505,12 +505,12 @@ def test_n3_penalises_the_cubed_moduli_of_what_each_batch_uses_and_shrinks_the_n
     for train_type in kge.TRAIN_TYPES:
         config = replace(TINY, train_type=train_type, max_epochs=60, eval_every=60, negatives=64)
         sizes = {}
-        for weight in (0.0, 0.5):
+        for weight in (0.0, 0.2):
             trained = kge.train(replace(config, regularize_weight=weight), data.train(0), num_entities=data.num_entities,
                                 num_relations=data.num_relations, validation=data.stopping(0), known=data.known)
             assert trained.validation["mrr"] > 0.1, (train_type, weight)
             sizes[weight] = float(trained.model.entity_representations[0](indices=None).norm())
-        assert sizes[0.5] < 0.8 * sizes[0.0], (train_type, sizes)
+        assert sizes[0.2] < 0.85 * sizes[0.0], (train_type, sizes)
 
 
 def test_embeddings_start_from_a_normal_of_the_chosen_spread():
