@@ -1,6 +1,6 @@
 """Typed readers for environment variables that fail loudly at start-up.
 
-Every setting of KGV comes from the environment (see the README's configuration table). A value that
+Every setting of KGV comes from the environment (docs/reference/configuration.md lists them). A value that
 cannot be parsed raises ``ImproperlyConfigured`` naming the variable, the value and what was expected,
 so a typo stops the process at start-up instead of surfacing as a strange error hours later.
 """

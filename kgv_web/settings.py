@@ -1,4 +1,4 @@
-"""KGV settings. Every value comes from the environment; the README lists each with its default."""
+"""KGV settings. Every value comes from the environment; docs/reference/configuration.md lists each with its default."""
 
 from __future__ import annotations
 
@@ -245,7 +245,7 @@ CELERY_BEAT_SCHEDULE = {
     "deliver-due-webhooks": {"task": "verifier.deliver_due_webhooks", "schedule": 30.0},  # retries (verifier/webhooks.py)
 }
 
-# The REST API (verifier/api, docs/api.md). Token first: an anonymous request gets 401 with
+# The REST API (verifier/api, docs/reference/api.md). Token first: an anonymous request gets 401 with
 # ``WWW-Authenticate: Token``; browsers signed in to the workbench use their session (with CSRF).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

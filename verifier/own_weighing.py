@@ -1,11 +1,12 @@
 """A KG's own confidence model before anything is reviewed, from the workbench.
 
 A local KG without a confidence model of its own is weighed by the model for every KG, fitted on another KG's evidence
-(on a KG without text it is under-confident). Its structural calibration triples are labelled already: facts the KG
-states and corruptions of them, each with an out-of-fold structural probability. An admin hands their evidence-mode
-evaluation to the worker (``labelled.calibration_evaluation``, the same one ``manage.py calibrate --kg NAME
---calibration-triples`` drives in its own process), fits a candidate confidence model on its runs once it has
-finished, compares it with the model in force on the confidence page and puts it in force there.
+(on a KG without text it is under-confident). Its structural calibration triples are labelled already: the dataset's
+labelled triples, or, on a KG without labels, a sample of its own facts and corruptions of them, each with an
+out-of-fold structural probability. An admin hands their evidence-mode evaluation to the worker
+(``labelled.calibration_evaluation``, the same one ``manage.py calibrate --kg NAME --calibration-triples`` drives in
+its own process), fits a candidate confidence model on its runs once it has finished, compares it with the model in
+force on the confidence page and puts it in force there.
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ def light_models() -> QuerySet:
 
 def ranking_quality(model: StructuralModel) -> tuple[str, float] | None:
     """How well the model ranks triples it never saw, as the docs and benchmarks report it: the filtered MRR on the
-    dataset's own validation split where the KG has one (CoDEx-S, FB15k-237), else on the triples held out of
-    training for its calibration. (name of the figure, value), or None before validation."""
+    dataset's own validation split where the KG has one (CoDEx-S, FB15k-237), else on a sample of each network's own
+    fold, which it never learnt (the networks' mean). (name of the figure, value), or None before validation."""
     metrics = model.metrics or {}
     for key, name in (("dataset_validation", "validation MRR"), ("validation", "held-out MRR")):
         mrr = (metrics.get(key) or {}).get("mrr")

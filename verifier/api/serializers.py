@@ -354,7 +354,7 @@ class MemoryEntryDetailSerializer(MemoryEntrySerializer):
 class EvaluationSerializer(serializers.ModelSerializer):
     configuration = serializers.CharField(source="label", read_only=True, help_text='e.g. "KGV-Agent − memory"')
     kg = serializers.CharField(source="kg.name", read_only=True)
-    metrics = serializers.SerializerMethodField(help_text="every figure (docs/evaluation.md), from the runs so far")
+    metrics = serializers.SerializerMethodField(help_text="every figure (docs/reference/evaluation.md), from the runs so far")
     waiting_for_worker = serializers.BooleanField(read_only=True, help_text="handed to the worker, which has not begun "
                                                                             "it yet (it drives one evaluation at a time)")
 

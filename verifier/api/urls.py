@@ -1,4 +1,4 @@
-"""The REST API under /api/ (docs/api.md). URL names are part of the contract with the pages and clients."""
+"""The REST API under /api/ (docs/reference/api.md). URL names are part of the contract with the pages and clients."""
 
 from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter

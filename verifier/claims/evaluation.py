@@ -2,8 +2,8 @@
 
 Each claim is verified in this process as a curator's would be: its pseudo-subgraph, its resolution, a run per
 part (the configured mode) and the verdict of verifier/claims/verdict.py. All pseudo-subgraphs are written before
-any part is run, so that a structural model trained without every part can score them (a part that is a fact of
-the KG was learnt by the model trained before it was queued). Claims are stored under their file and
+any part is run, and the KG's structural model is made ready first (each part, a KG fact or not, is scored by the
+network of its fold, which never learnt it). Claims are stored under their file and
 line, so a stopped evaluation resumes where it was (a decomposed claim is not decomposed again, a part with a
 standing verdict is not run again). ``zero-shot`` asks the same model about the whole claim in one call, the
 baseline the pipeline must beat.
@@ -107,7 +107,7 @@ def _verified(claim: Claim, item: BenchmarkClaim, llm, config, spent: float) -> 
                            time.perf_counter() - started, claim.pk)
     for run in start_part_runs(claim, config=config, queue=False):
         execute_run(run.pk, llm=llm if config.get("mode", "agent") not in MODEL_FREE_MODES else None,
-                    await_structure=False)  # the caller trained the structural model without the parts
+                    await_structure=False)  # the caller made the KG's structural model ready first
     verdict = outcome(claim)
     named = {row[side] for row in claim.subgraph for side in ("head", "tail") if not is_unknown(row[side])}
     gold = None if not item.entities else set(item.entities) <= named
@@ -130,7 +130,7 @@ def evaluate(kg: KnowledgeGraph, path: Path, *, mode: str, llm: LLM, config: dic
              before_runs: Callable[[list[tuple[int, int, int]]], None] | None = None,
              log: Callable[[str], None] | None = None) -> list[ClaimResult]:
     """Every claim of ``path``: all pseudo-subgraphs first, then ``before_runs`` with every part's triple (row ids;
-    the caller makes sure no structural model that learnt a part scores it), then each claim's runs and verdict."""
+    the caller makes the KG's structural model ready), then each claim's runs and verdict."""
     items = read_claims(path)
     results = []
     if mode == "zero-shot":

@@ -371,8 +371,8 @@ def _facts(cursor, kg: KnowledgeGraph) -> tuple[int, int]:
 
 def _carry_over_structure(kg: KnowledgeGraph) -> None:
     """A load that changed no triple (new names, descriptions or passages) leaves what was learnt from the triples
-    valid: the structural models and mined rules of the previous version become the new version's, instead of
-    an hour of retraining before plausibility is back."""
+    valid: the structural models and mined rules of the previous version become the new version's, instead of a
+    retraining that would learn the same triples again."""
     StructuralModel.objects.filter(kg=kg, kg_version=kg.version - 1).update(kg_version=kg.version)
     MinedRule.objects.filter(kg=kg, kg_version=kg.version - 1).update(kg_version=kg.version)
 

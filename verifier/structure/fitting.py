@@ -52,8 +52,8 @@ from verifier.structure.scoring import EMBEDDING_FEATURES, FEATURES, RULES, Load
 
 LabelledRows = list[tuple[int, int, int, bool]]  # (head, relation, tail) row ids and the label
 SEED = 0
-# Beside verified negatives, corruptions of this share of the positives: on CoDEx-S a quarter costs 0.3 points of
-# accuracy against its verified negatives and gains 3.4 against corruptions (docs/evaluation.md)
+# Beside verified negatives, corruptions of this share of the positives: verified negatives are all plausible, so
+# without some easy errors beside them the fit would learn to ignore a low rank and call an easy corruption true.
 CORRUPTED_SHARE = 0.25
 # A KG without labels: how many of its facts the calibration samples (spread over its relations).
 FACTS_SAMPLED = 4000

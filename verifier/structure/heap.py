@@ -3,9 +3,8 @@
 Scoring a batch against every entity makes tensors of tens of megabytes (FB15k-237: 1,024 rows × 14,951
 entities × 4 bytes = 61 MB), several per training step. glibc's malloc serves any block above its mmap
 ceiling (32 MB on 64-bit) with a fresh mapping and returns it to the kernel on free, so every step maps
-new pages that the kernel must zero on first touch: about a third of an FB15k-237 training step went to
-that (`bench/kge_batch.py`). With mappings turned off and the top of the heap kept, the same blocks are
-reused from the heap and the step spends that time computing.
+new pages that the kernel must zero on first touch. With mappings turned off and the top of the heap kept, the
+same blocks are reused from the heap and the step spends that time computing.
 
 Only for the duration of a training (`reused_heap`): afterwards glibc's default limits are set again and
 the free memory is handed back to the kernel, so a worker that trained does not keep the peak for good.

@@ -12,8 +12,8 @@ with either atom reversible; bodies are written as atoms ``(relation, forward)``
   body size (each x reaches at least as many y as its best z fans out to) drops bodies through hubs
   ("same gender", "same country") before any product is computed.
 
-On the full CoDEx-S (train + valid + test) this reproduces the support, body size and PCA body size of
-every length-2 rule of CoDEx's own AMIE run (``rules.tsv``) exactly. Self-loops are left out of mining
+The measures are AMIE's: tests/verifier/structure/test_rules.py checks the support, body size and PCA body
+size of every length-2 rule against CoDEx's own AMIE run (``rules.tsv``). Self-loops are left out of mining
 (they would let z or y stand for x), and so are body groundings with y = x. The PCA denominator counts
 on x, as the method defines it (AMIE 3 may count on y for a relation more inverse-functional than
 functional; every rule of ``rules.tsv`` counts on x).

@@ -15,10 +15,9 @@ against a fourth); and the log of both ranks. Five are what the entities' own te
 (verifier/structure/described.py): the votes of the entities described most like the head (the tail) and
 whether either text names the other end. Seven are the rule evidence's (verifier/structure/rule_evidence.py):
 the rules that predict the triple, those that predict another value, a functional conflict, a type
-violation. On CoDEx-S the new-value probabilities and ranks add about three points of relation-matched
-accuracy to the plain log-probabilities, the text about seven, the rules weighed jointly with both by
-boosted trees one or two more (docs/structure.md). Six are what the KG's reference KGs hold between the two
-entities (verifier/structure/reference.py): about one point more where FB15k-237 is CoDEx-S's reference.
+violation. Six are what the KG's reference KGs hold between the two entities (verifier/structure/reference.py).
+The calibration (verifier/structure/calibration.py) weighs them per relation, or jointly by boosted trees,
+as the labelled triples say: each kind of feature catches errors the others miss.
 
 A calibration fitted before the rule or the reference features joined (on a prefix of FEATURES) still
 applies to that prefix, until ``train_kge <kg> --recalibrate`` refits it on all of them. A calibration

@@ -121,7 +121,7 @@ def test_a_sound_or_small_evaluation_is_not_flagged():
 
 
 def test_mcnemar_p_is_the_exact_two_sided_test_of_the_disagreements():
-    # 73 triples only A got right against 55 only B got right: docs/structure.md's KvsAll against 1vsAll, p 0.13
+    # 73 triples only A got right against 55 only B got right: p 0.13
     assert mcnemar_p(73, 55) == pytest.approx(0.1329, abs=5e-4)
     assert mcnemar_p(2, 0) == pytest.approx(0.5)  # two disagreements, both one way: chance half the time
     assert mcnemar_p(0, 0) == 1.0

@@ -1,7 +1,8 @@
 """``manage.py calibrate --evaluations NAME`` — fit the confidence of verdicts on labelled runs (an
 evaluation's runs on a validation split, reviewers' decisions with ``--reviews``), then recompute the
 confidence of finished runs. ``--kg NAME --calibration-triples`` labels runs first for a KG with none: the
-evidence of its structural model's calibration triples (facts the KG states and corruptions of them), weighed.
+evidence of its structural model's calibration triples (labelled triples, or its own facts and corruptions of
+them), weighed.
 ``--export FILE`` / ``--import FILE`` move a fitted model between installations; ``--list`` shows the models
 and which are in force and ``--activate ID`` puts an earlier one back in force."""
 

@@ -87,8 +87,8 @@ class Command(BaseCommand):
             self.stdout.write(run.assessment.get("disputed_reason", ""))
 
     def _structure_for(self, kg: KnowledgeGraph, task: VerificationTask, what: str) -> None:
-        """Before the run is created: the structural model its verdict rests on, one that did not learn the
-        triple (waited for, or trained here). A queued run left waiting meanwhile would be taken for lost and
+        """Before the run is created: the KG's structural model, which the verdict rests on (waited for, or trained
+        here; the network of the triple's fold never learnt it). A queued run left waiting meanwhile would be taken for lost and
         sent to a worker."""
         introduced = False
 
