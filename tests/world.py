@@ -93,15 +93,19 @@ def shipped_weighing(db):
 @pytest.fixture
 def weighed_by_every_kg(monkeypatch):
     """A generated KG whose structural model is trained and calibrated, weighed by the shipped confidence model for
-    every KG (fitted on CoDEx-S), as a curator's own KG is: (kg, structural model, the model for every KG).
-    Transactional tests only (the worker that verifies its calibration triples sees committed rows)."""
+    every KG (fitted on CoDEx-S): its own weighing by the structural calibration, which the training put in force,
+    stood down as a curator can. (kg, structural model, the model for every KG). Transactional tests only (the worker
+    that verifies its calibration triples sees committed rows)."""
     from tests.verifier.structure.test_training import TINY, generated_kg
     from verifier import confidence
+    from verifier.models import ConfidenceModel
     from verifier.structure import fitting
     from verifier.structure.training import train
 
     monkeypatch.setattr(fitting, "FACTS_SAMPLED", 40)  # the calibration's facts, each verified by the worker: a few
     kg, _ = generated_kg("towns-weighed")
     model = train(kg, config=TINY, folds=2)
+    for own in ConfidenceModel.objects.filter(kg=kg, active=True):
+        confidence.stand_down(own)
     [shipped] = confidence.seed_shipped_models()
     return kg, model, shipped

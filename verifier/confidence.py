@@ -452,10 +452,16 @@ STRUCTURAL_ALONE = "the KG's own structural calibration, fitted without labels"
 
 def structural_weighing(kg: KnowledgeGraph, calibration: dict) -> ConfidenceModel | None:
     """A KG's own weighing before anything about it is labelled: its verdicts weighed by its structural probability
-    alone (calibrated on its own facts against corruptions of them), nothing else — a model's answer, fitted on no
-    labelled run of this KG, gets no weight. Put in force unless the KG has a confidence model of its own already
-    (one fitted on its labelled runs stays). ``calibration``: the structural calibration's metrics, kept as its own."""
+    alone (calibrated on the KG's own data), nothing else — a model's answer, fitted on no labelled run of this KG,
+    gets no weight. Put in force unless the KG has a confidence model of its own already (one fitted on its labelled
+    runs stays) or the model for every KG was fitted on its runs (CoDEx-S's). ``calibration``: the structural
+    calibration's metrics, kept as its own. None when nothing was put in force."""
     if ConfidenceModel.objects.filter(kg=kg).exclude(source=STRUCTURAL_ALONE).exists():
+        return None
+    fallback = active_model(None)
+    if fallback is not None and fallback.kg_id is None and kg.name in kgs_fitted_on(fallback):
+        return None
+    if not calibration.get("n"):
         return None
     coefficients = [1.0 if name == "structural_logit" else 0.0 for name in FEATURES]
     with transaction.atomic():

@@ -31,7 +31,7 @@ from verifier.structure.training import TrainingError, train
 logger = logging.getLogger(__name__)
 
 # Share of the progress bar each stage takes.
-STAGES = {"loading": (0.0, 0.1), "training": (0.1, 0.97), "weighing": (0.97, 1.0)}
+STAGES = {"loading": (0.0, 0.1), "training": (0.1, 1.0)}
 
 Report = Callable[[float, str], None]
 
@@ -84,11 +84,8 @@ def run(onboarding: Onboarding, *, report: Report | None = None) -> Onboarding:
         started = time.monotonic()
         model = train(kg, report=lambda fraction, text: progress("training", fraction, text))
         seconds["structural model"] = round(time.monotonic() - started, 1)
-        started = time.monotonic()
-        progress("weighing", 0.0, "weighing its verdicts by its own calibration")
         calibration = (model.metrics or {}).get("calibration") or {}
-        weighing = confidence.structural_weighing(kg, calibration)
-        seconds["confidence"] = round(time.monotonic() - started, 1)
+        weighing = confidence.active_model(kg.pk)  # the training put the KG's own weighing in force
     except (OnboardingError, TrainingError) as exc:
         return _fail(onboarding, str(exc))
     except Exception as exc:
@@ -97,7 +94,7 @@ def run(onboarding: Onboarding, *, report: Report | None = None) -> Onboarding:
     quality = {"validation_mrr": (model.metrics.get("validation") or {}).get("mrr"), "networks": model.folds,
                "calibration": {key: calibration.get(key) for key in ("source", "n", "kind", "cross_validated_accuracy",
                                                                       "cross_validated_matched_accuracy", "cross_validated_ece")},
-               "against": calibration.get("against"), "weighing": weighing.pk if weighing else None,
+               "against": calibration.get("against"), "weighing": weighing.pk if weighing and weighing.kg_id == kg.pk else None,
                "structural_model": model.pk}
     Onboarding.objects.filter(pk=onboarding.pk).update(status=Onboarding.Status.FINISHED, progress=1.0, stage="ready",
                                                        seconds=seconds, quality=quality, finished_at=timezone.now())

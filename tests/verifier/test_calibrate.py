@@ -298,7 +298,7 @@ def test_a_kg_with_no_labelled_runs_gets_its_own_weighing_from_its_calibration_t
 
     call_command("calibrate", kg=kg.name, calibration_triples=True, no_progress=True, no_reassess=True)  # continued, not redrawn
     assert Evaluation.objects.filter(kg=kg).count() == 1 and evaluation.items.filter(run__isnull=False).count() == len(verified)
-    assert ConfidenceModel.objects.filter(kg=kg).count() == 2
+    assert ConfidenceModel.objects.filter(kg=kg).count() == 3  # its label-free weighing, stood down, and two fits
     recalibrated = io.StringIO()
     call_command("train_kge", kg.name, "--recalibrate", stdout=recalibrated)
     assert "calibrate --kg" not in recalibrated.getvalue()  # it has a weighing of its own now

@@ -223,7 +223,7 @@ def calibrate_structural(model: StructuralModel) -> dict:
     fit_set = structural_fit_set(model)
     rows, labels, relations = fit_set.rows, fit_set.labels, fit_set.relations
     if not rows or len(set(labels.tolist())) < 2:
-        raise ValueError(f"no calibration data for {model.kg.name}: need held-out positives and negatives")
+        raise ValueError(f"no calibration data for {model.kg.name}: it needs true triples and corruptions of them")
     folds = fold_assignment(relations, labels)
     references = reference_ids(model.kg)
     features = LoadedModel(model, references=references).features(fit_set.triples)

@@ -22,6 +22,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from verifier import confidence
 from verifier.models import FoldNetwork, KnowledgeGraph, Run, StructuralModel
 from verifier.queueing import TRAIN_STRUCTURAL_MODEL, enqueue
 from verifier.structure import kge
@@ -226,6 +227,7 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         raise TrainingError(f"training failed: {exc}\n{traceback.format_exc(limit=3)}") from exc
     with transaction.atomic():
         _make_current(kg, row)
+        confidence.structural_weighing(kg, (row.metrics or {}).get("calibration") or {})
     row.refresh_from_db()
     return row
 

@@ -46,7 +46,7 @@ def apply(request: HttpRequest, kg_id: int) -> HttpResponse:
         if applied.amended is None:
             messages.info(request, f"Nothing to change: {kg.name} already follows every settled decision.")
         else:
-            retrain = (f" Structural model #{applied.training.pk} is queued to train on it; plausibility waits for it."
+            retrain = (f" Structural model #{applied.training.pk} is queued to train on it; the current one scores meanwhile."
                        if applied.training else " A structural model is being trained already: train one on this version once it ends.")
             messages.success(request, f"KGV's copy of {kg.name}: {applied.amended.removed} triple(s) removed and "
                                       f"{applied.amended.added} added (version {applied.amended.version}).{retrain}")

@@ -122,7 +122,7 @@ class Command(BaseCommand):
         """A KG weighed by the model for every KG (fitted on another KG's evidence) can have one of its own."""
         if own_weighing.wanted(kg):
             self.stdout.write(f"Verdicts on {kg.name} are weighed by the confidence model for every KG; to fit one on its own "
-                              f"evidence (its calibration triples, in a minute or so): manage.py calibrate --kg {kg.name} "
+                              f"evidence (an evidence-mode run per calibration triple): manage.py calibrate --kg {kg.name} "
                               "--calibration-triples")
 
     def _restore(self, kg: KnowledgeGraph, model_id: int) -> None:
