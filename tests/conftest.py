@@ -15,6 +15,15 @@ from tests.world import codex_like, shipped_weighing, weighed_by_every_kg, world
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(items):
+    """The browser and fault suites are marked by where they live (``make test-fast`` leaves them out)."""
+    for item in items:
+        parts = Path(str(item.fspath)).parts
+        for suite in ("browser", "faults"):
+            if suite in parts and "tests" in parts:
+                item.add_marker(getattr(pytest.mark, suite))
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = settings.KGV_DATA_DIR
