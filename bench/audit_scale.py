@@ -2,9 +2,11 @@
 
     DEBUG=1 KGV_EMBEDDED_DIR=.embedded/bench .venv/bin/python bench/audit_scale.py --edges 5000000
 
-The KG is generated (seeded): 50 entity types of 20,000 entities each, 200 relations each from one type to another,
+The KG is generated (seeded): 50 entity types (of 20,000 entities each at 5M edges: ten edges an entity on
+average), 200 relations each from one type to another,
 a third of them functional (one value per subject), values drawn with a Zipf-like popularity; 1% of the edges are
-then replaced by noise as in bench/error_detection.py (half one element replaced at random, half random triples).
+then joined by noise as in bench/error_detection.py (half one element of a real triple replaced by a random
+entity or relation of the KG, half random triples of its entities and relations).
 It is loaded (``manage.py load_kg``, without embeddings) and audited in this process from the graph's statistics
 (no structural model: training networks on millions of edges takes its own budget, up to an hour). Printed: the
 seconds to load and to audit, the audit's throughput, its peak memory (this process's maximum resident set, read
@@ -36,12 +38,14 @@ from django.core.management import call_command  # noqa: E402
 from verifier.kg_audit.service import run_here, scores, start_audit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph  # noqa: E402
 
-TYPES, PER_TYPE, RELATIONS = 50, 20_000, 200
+TYPES, RELATIONS = 50, 200
+DEGREE = 10  # edges per entity on average (5M edges: 50 types of 20,000 entities)
 
 
 def generate(edges: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(n, 3) int triples (entity ids 0 … TYPES·PER_TYPE − 1, relation ids) and whether each is noise."""
     rng = np.random.default_rng(seed)
+    PER_TYPE = max(100, 2 * edges // (TYPES * DEGREE))  # noqa: N806
     domain, range_ = rng.integers(TYPES, size=RELATIONS), rng.integers(TYPES, size=RELATIONS)
     functional = rng.random(RELATIONS) < 1 / 3
     per = edges // RELATIONS
@@ -58,13 +62,14 @@ def generate(edges: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     triples = np.unique(np.concatenate(parts), axis=0)
     triples = triples[triples[:, 0] != triples[:, 2]]
     noise = max(1, len(triples) // 100)
+    entities = np.unique(triples[:, [0, 2]])  # as the protocol draws them: entities of the KG
     replaced = triples[rng.choice(len(triples), noise // 2, replace=False)].copy()
     element = rng.integers(3, size=len(replaced))
-    replaced[element == 0, 0] = rng.integers(TYPES * PER_TYPE, size=(element == 0).sum())
+    replaced[element == 0, 0] = rng.choice(entities, size=(element == 0).sum())
     replaced[element == 1, 1] = rng.integers(RELATIONS, size=(element == 1).sum())
-    replaced[element == 2, 2] = rng.integers(TYPES * PER_TYPE, size=(element == 2).sum())
-    random = np.stack([rng.integers(TYPES * PER_TYPE, size=noise - len(replaced)), rng.integers(RELATIONS, size=noise - len(replaced)),
-                       rng.integers(TYPES * PER_TYPE, size=noise - len(replaced))], axis=1)
+    replaced[element == 2, 2] = rng.choice(entities, size=(element == 2).sum())
+    random = np.stack([rng.choice(entities, size=noise - len(replaced)), rng.integers(RELATIONS, size=noise - len(replaced)),
+                       rng.choice(entities, size=noise - len(replaced))], axis=1)
     noisy = np.unique(np.concatenate([replaced, random]), axis=0)
     keys = lambda t: (t[:, 0] * RELATIONS + t[:, 1]) * TYPES * PER_TYPE + t[:, 2]  # noqa: E731
     noisy = noisy[~np.isin(keys(noisy), keys(triples)) & (noisy[:, 0] != noisy[:, 2])]
