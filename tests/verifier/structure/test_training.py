@@ -13,11 +13,12 @@ import pytest
 import torch
 from django.db.models import F
 
+from verifier import confidence
 from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
 from verifier.memory import bootstrap
-from verifier.models import FitTriple, FoldNetwork, KnowledgeGraph, MinedRule, Run, StructuralModel, VerificationTask
+from verifier.models import ConfidenceModel, FitTriple, FoldNetwork, KnowledgeGraph, MinedRule, Run, StructuralModel, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
 from verifier.structure import kge, scoring
@@ -381,7 +382,7 @@ def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(to
     # "P3 was born in a town that lies in <P3's country>": the KG lost where P3 was born, so every town of that
     # country ties alike through "located in"; the structural model's link prediction breaks the tie.
     from verifier.claims.decompose import Decomposition, Named
-    from verifier.claims.resolve import resolve
+    from verifier.claims.resolve import PREDICTED, resolve
     from verifier.claims.subgraph import PseudoTriple
     from verifier.models import Entity, Relation, Triple
 
@@ -409,7 +410,10 @@ def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(to
     assert len(predicted) == 5 and all(Entity.objects.get(pk=pk).external_id.startswith("T") for pk, _ in predicted)
     assert [p for _, p in predicted] == sorted((p for _, p in predicted), reverse=True)
     with_model = resolve(kg, claim)["unknown_1"]
-    assert with_model.entity.external_id in towns_there and with_model.score > 1.0  # the tie and the prediction
+    # Each tie adds its best score: the KG edge into the country (1.0) and the model's probability for P3's birthplace.
+    probability = dict(model.predicted(named(Entity, "P3").pk, named(Relation, "born_in").pk, "tail", PREDICTED))
+    assert with_model.entity.external_id in towns_there
+    assert with_model.score == pytest.approx(1.0 + probability.get(with_model.entity.pk, 0.0))
     assert with_model.candidates[0][1] >= with_model.candidates[-1][1]
 
 
@@ -453,7 +457,9 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
     second = StructuralModel.objects.ready_for(kg)
     assert second.pk != first.pk
     assert f"It replaces model #{first.pk}; to undo: manage.py train_kge towns --restore {first.pk}" in out.getvalue()
-    assert "manage.py calibrate --kg towns --calibration-triples" in out.getvalue()  # no weighing of its own yet
+    in_force = ConfidenceModel.objects.get(kg=kg, active=True)
+    assert in_force.source == confidence.STRUCTURAL_ALONE, "a KG without labels is weighed by its own calibration"
+    assert "manage.py calibrate --kg towns" not in out.getvalue()
     assert FoldNetwork.objects.filter(model=first).count() == 2
     assert gc.get_freeze_count() == 0  # what training froze (docs in kge.train) is collectable again
     out = io.StringIO()
