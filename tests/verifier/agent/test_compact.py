@@ -56,10 +56,12 @@ def reader(judgment: str, plan: str = PLAN, answer: str = ANSWER):
 
 
 def run_compact(task, script, **config):
+    """The run, executed at once: the world KG has no structural model, and these tests are about the agent, not the
+    wait for a KG's first model (tests/verifier/structure/test_awaiting_training.py)."""
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
         run = start_run(task=task, config={"profile": "compact", **config}, queue=False)
-        execute_run(run.pk, llm=llm)
+        execute_run(run.pk, llm=llm, await_structure=False)
         run.refresh_from_db()
         return run, server.requests
 
@@ -209,7 +211,7 @@ def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
     script = [PLAN, "Thought: check.\nAction: KG_Neighbor(Douglas Adams)", "Thought: ok.\nFinal Answer: [Correct] Because of [E1]."]
     with ScriptedOpenAIServer(script) as server:
         run = start_run(task=task, config={"profile": "paper"}, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0))
+        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
     run.refresh_from_db()
     assert run.config["profile"] == "paper" and run.verdict == "correct"  # σ(0.5 − 1) < 0.5, yet the answer stands
     assert run.assessment["p_true"] == pytest.approx(0.3775, abs=1e-3)
@@ -300,7 +302,7 @@ def test_a_plan_without_an_impression_goes_on_to_the_loop(task):
 def test_the_evidence_mode_weighs_the_brief_without_asking_a_model(task):
     _fit_weights(relevance=2.0, mentioned=1.0)
     run = start_run(task=task, config={"mode": "evidence"}, queue=False)
-    execute_run(run.pk)  # no model: a call would need an endpoint, and none is configured here
+    execute_run(run.pk, await_structure=False)  # no model: a call would need an endpoint, and none is configured here
     run.refresh_from_db()
     kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
     assert kinds == ["action", "observation", "verdict"] and run.status == Run.Status.SUCCEEDED
@@ -342,7 +344,7 @@ def test_the_evidence_mode_runs_as_an_evaluation_ablation_configures_it(task):
     runs = {}
     for ablations in ((), ("structural-tools",), ("external-tools",)):
         run = start_run(task=task, config=run_config("evidence", ablations), queue=False)
-        execute_run(run.pk)
+        execute_run(run.pk, await_structure=False)
         run.refresh_from_db()
         runs[ablations] = run
     full, no_structure, no_text = (runs[a].steps.get(kind="observation").content for a in runs)
@@ -359,7 +361,7 @@ def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_w
     ends without a verdict."""
     run = start_run(task=task, config={"mode": "evidence"}, queue=False)
     ConfidenceModel.objects.update(active=False)
-    execute_run(run.pk)
+    execute_run(run.pk, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED and run.verdict == "not_enough_evidence" and run.confidence is None
     assert "No fitted weighing is in force (manage.py calibrate)" in run.explanation

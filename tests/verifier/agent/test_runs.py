@@ -23,10 +23,12 @@ def task(world_kg):
 
 
 def run_with(task, script, **config):
+    """The run, executed at once: the world KG has no structural model, and these tests are about the agent, not the
+    wait for a KG's first model (tests/verifier/structure/test_awaiting_training.py)."""
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01)
         run = start_run(task=task, config=config, queue=False)
-        execute_run(run.pk, llm=llm)
+        execute_run(run.pk, llm=llm, await_structure=False)
         run.refresh_from_db()
         return run, server.requests
 
@@ -198,11 +200,11 @@ def test_a_run_found_half_done_is_closed_as_failed_without_new_steps(task):
     run = start_run(task=task, queue=False)
     Step.objects.create(run=run, seq=1, kind="plan", content="…")
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
-    execute_run(run.pk, llm=object())  # would fail loudly if it tried to call the model
+    execute_run(run.pk, llm=object(), await_structure=False)  # would fail loudly if it tried to call the model
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED and "stopped mid-run" in run.error
     assert run.steps.count() == 1
-    again = execute_run(run.pk, llm=object())
+    again = execute_run(run.pk, llm=object(), await_structure=False)
     assert again.status == Run.Status.FAILED and again.steps.count() == 1
 
 
@@ -217,7 +219,7 @@ def test_tokens_and_cost_add_up_step_by_step(task):
                                   prices=PriceTable.from_env("scripted=1000000/2000000"))
         run = start_run(task=task, queue=False)
         execute_run(run.pk, llm=llm, on_step=lambda row: seen.append(Run.objects.values_list(
-            "prompt_tokens", "completion_tokens", "cost_usd").get(pk=run.pk)))
+            "prompt_tokens", "completion_tokens", "cost_usd").get(pk=run.pk)), await_structure=False)
     run.refresh_from_db()
     assert seen[0][0] > 0 and seen[-1][0] == run.prompt_tokens > seen[0][0]  # the run's counters grow as steps land
     assert run.cost_usd == Decimal(run.prompt_tokens * 1 + run.completion_tokens * 2)
@@ -239,7 +241,7 @@ def test_a_cancelled_run_stores_no_further_step(task):
             if row.kind == "thought":
                 assert cancel_run(run=Run.objects.get(pk=run.pk))
 
-        execute_run(run.pk, llm=llm, on_step=cancel_after_the_first_thought)
+        execute_run(run.pk, llm=llm, on_step=cancel_after_the_first_thought, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED and run.finished_at is not None
     assert kinds(run) == ["plan", "thought"]
@@ -251,7 +253,7 @@ def test_an_unreachable_model_fails_the_run_with_the_reason(task):
 
     run = start_run(task=task, queue=False)
     dead = OpenAICompatibleLLM("http://127.0.0.1:9/v1", "x", "m", max_retries=0, backoff=0.01, timeout=2)
-    execute_run(run.pk, llm=dead)
+    execute_run(run.pk, llm=dead, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED and "connection refused" in run.error.lower()
     assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING
