@@ -59,7 +59,7 @@ def self_consistency(ctx: Context, decide: Decide) -> Iterator[Step]:
         yield VerdictStep(verdict=None, shown="(no sample gave a parsable answer)")
         return
     (winner, count), total = votes.most_common(1)[0], sum(votes.values())
-    step = decide(FinalAnswer(winner, f"Majority of {total} sampled answers: {dict(votes)}."))
+    step = decide(FinalAnswer(winner, f"Majority of {total} sampled answers: {dict(votes)}.", by_model=False))
     step.confidence = count / total
     yield step
 
@@ -85,7 +85,7 @@ def structural(ctx: Context, decide: Decide, baseline: StructuralBaseline) -> It
         return
     probability = float(scored.payload[baseline.field])
     verdict = "correct" if probability >= 0.5 else "incorrect"
-    step = decide(FinalAnswer(verdict, f"{baseline.what} is {probability:.2f} [{scored.key}]", [scored.key]))
+    step = decide(FinalAnswer(verdict, f"{baseline.what} is {probability:.2f} [{scored.key}]", [scored.key], by_model=False))
     step.confidence = probability if verdict == "correct" else 1 - probability
     yield step
 
@@ -98,4 +98,5 @@ def rag(ctx: Context, decide: Decide) -> Iterator[Step]:
             observation = yield from _call(ctx, tool, arguments(ctx.claim))
             observations.append(observation.text)
     evidence = "\n\n".join(observations) or "(no evidence retrieved)"
-    yield from ask_once(ctx, decide, "rag", f"{prompts.claim_text(ctx.claim)}\n\nRetrieved evidence:\n{evidence}")
+    retrieved = prompts.quoted(evidence, "retrieved evidence")
+    yield from ask_once(ctx, decide, "rag", f"{prompts.claim_text(ctx.claim)}\n\nRetrieved evidence:\n{retrieved}")

@@ -10,13 +10,15 @@ a sentence. So, in one conversation (its prefix is reused by a caching server ca
    word: the log-odds of its answer are the evidence, since a small model's answers lean Correct); both
    enter the brief as evidence. Each is skipped while the weighing in force gives it no weight (the
    sentences are then listed unjudged): it costs seconds on a CPU and would not move the verdict
-   (``judge_unweighed`` asks for the judgments anyway, to label runs for a new fit).
+   (``judge_unweighed`` asks for the judgments anyway, to label runs for a new fit). Text worded as an
+   instruction to its reader is not given to the model to judge or read: its answer would be the instruction's.
 3. Planning — the paper's initial impression and strategic plan, from the brief's digest (the lines that
    bear on the verdict, verifier/agent/brief.py) and the lessons of past cases (fenced, short, never
-   about this claim). A plan whose first step is to answer from the
-   brief settles the claim, and so does one that names no tool beyond the brief's own (a small model
-   asked what is missing names those again, then repeats their calls): its impression is the model's
-   answer and no loop runs.
+   about this claim). The impression is the model's answer and the keys of the brief lines it rests on, not
+   a sentence of its own (asked for one, a small model attributes to the KG what the brief does not hold).
+   A plan whose first step is to answer from the brief settles the claim, and so does one that names no
+   tool beyond the brief's own (a small model asked what is missing names those again, then repeats their
+   calls): its impression is the model's answer, no loop runs, and the plan shows that one step.
 4. Otherwise a short ReAct loop (default four steps) that only fetches what is missing or conflicting,
    with the claim restated before every decision and tool output trimmed to its first lines; then the
    Final Answer, or the mandatory judgment at the step limit (or at a repeated action).
@@ -35,17 +37,19 @@ from collections.abc import Generator
 from verifier.agent import prompts
 from verifier.agent.brief import CALLS as BRIEF_CALLS
 from verifier.agent.brief import BriefWriter, gather
+from verifier.agent.grounding import instructions_in
 from verifier.agent.llm import Completion
-from verifier.agent.parsing import Plan, parse_plan
+from verifier.agent.parsing import Plan
 from verifier.agent.port import EvidenceItem
 from verifier.agent.profile import Briefing, Context, Profile
-from verifier.agent.steps import ActionStep, ObservationStep, PlanStep, Step, Stopwatch, usage
+from verifier.agent.steps import ActionStep, ObservationStep, Step, Stopwatch, usage
 from verifier.agent.weighing import Weights, probe_logit
 
 JUDGMENTS = ("supports", "contradicts", "silent")
 OBSERVATION_LINES = 10  # a tool answer in the loop is cut to its header and first lines
 PLAN_TOKENS = 120  # an impression sentence and a plan step; the grammar ends each at its period
 READING_TOKENS = 4
+UNJUDGED = "not judged: it is worded as an instruction to its reader"
 
 
 def judge_sentence(ctx: Context, item: EvidenceItem) -> tuple[str, Completion]:
@@ -94,12 +98,17 @@ def brief(ctx: Context, *, judge: bool, read: bool) -> Generator[Step, None, Bri
         if not judge:
             judged.append((item, ""))
             continue
+        if instructions_in(item.text):  # a sentence that addresses its reader: the model's judgment of it proves nothing
+            judged.append((EvidenceItem(item.kind, item.text, {**item.payload, "unjudged": UNJUDGED}, item.source,
+                                        display=item.display), ""))
+            continue
         judgment, completion = judge_sentence(ctx, item)
         calls.append(completion)
         judged.append((EvidenceItem(item.kind, item.text, {**item.payload, "judgment": judgment}, item.source,
                                     display=item.display), judgment))
-    if read and openings:
-        reading, completion = read_passage(ctx, openings[0], gathered.description_of(claim.tail))
+    tail_description = gathered.description_of(claim.tail)
+    if read and openings and not instructions_in(f"{openings[0].text}\n{tail_description}"):
+        reading, completion = read_passage(ctx, openings[0], tail_description)
         calls.append(completion)
     writer = BriefWriter(claim, ctx.support)
     text = writer.write(gathered, judged, reading)
@@ -139,18 +148,22 @@ class CompactProfile(Profile):
     def system(self, ctx: Context) -> str:
         return prompts.COMPACT_REACT_SYSTEM.format(abstain=prompts.ABSTAIN_RULE if ctx.config.abstain else "")
 
-    def plan(self, ctx: Context, briefing: Briefing, messages: list[dict]) -> Generator[Step, None, Plan]:
+    def plan(self, ctx: Context, briefing: Briefing, messages: list[dict]) -> tuple[Completion, list[dict]]:
         """The plan in the loop's own conversation (its prefix is reused by a caching server), from the brief's
         digest and the lessons of past cases."""
-        clock = Stopwatch()
         request = prompts.COMPACT_PLAN_REQUEST.format(settled=prompts.SETTLED_STEP)
         ask = {"role": "user", "content": f"{self.context(ctx, briefing.digest)}\n\n{request}\n{prompts.claim_reminder(ctx.claim)}"}
         grammar = prompts.COMPACT_PLAN_GRAMMAR if ctx.config.use_grammar else None
-        completion = ctx.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS)
-        said = completion.text.strip()
-        messages += [ask, {"role": "assistant", "content": said}]
-        yield PlanStep(said=said, usage=usage(completion, clock=clock))
-        return parse_plan(completion.text)
+        return ctx.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS), [ask]
+
+    def plan_steps(self, ctx: Context, plan: Plan, settles: bool) -> str:
+        """A plan that settles the claim lists the one step that runs: answering from the brief. Steps naming only
+        what the brief already gathered do not run again, and the curator reads that instead of them."""
+        if not settles:
+            return plan.steps
+        others = [line for line in plan.steps.splitlines() if line.strip() and prompts.SETTLED_STEP not in line]
+        return f"[Step 1] {prompts.SETTLED_STEP}" + (
+            "\n(The plan's other steps name only what the brief already gathered: they do not run.)" if others else "")
 
     def settles(self, ctx: Context, plan: Plan) -> bool:
         """A plan settles the claim unless it names a tool the brief did not already run, or gave no impression
@@ -160,19 +173,21 @@ class CompactProfile(Profile):
         return bool(plan.impression) and not any(name.casefold() in plan.steps.casefold()
                                                  for name in ctx.tools.names if name not in briefed)
 
-    def opening(self, ctx: Context, briefing: Briefing, plan: Plan | None) -> list[dict]:
+    def opening(self, ctx: Context, briefing: Briefing, plan: str | None) -> list[dict]:
         request = prompts.compact_loop_request(ctx.tools.describe(), ctx.config.t_max, ctx.claim)
         if plan is not None:  # the brief's digest and the lessons are in the plan's request already
             return [{"role": "user", "content": request}]
         return [{"role": "user", "content": f"{self.context(ctx, briefing.text)}\n\n{request}"}]
 
-    def relay(self, ctx: Context, observation: str) -> str:
-        return f"{trimmed(observation)}\n{prompts.claim_reminder(ctx.claim)}"
+    def relay(self, ctx: Context, observation: str, *, data: bool = True) -> str:
+        shown = prompts.observation_text(trimmed(observation)) if data else observation
+        return f"{shown}\n{prompts.claim_reminder(ctx.claim)}"
 
     def reminder(self, ctx: Context) -> str:
         return prompts.claim_reminder(ctx.claim)
 
     def context(self, ctx: Context, brief_text: str = "") -> str:
-        """The claim, the brief (or its digest) and the lessons of past cases."""
+        """The claim, the brief (or its digest), fenced, and the lessons of past cases."""
+        brief_text = prompts.quoted(brief_text, "evidence brief") if brief_text else ""
         parts = [prompts.claim_text(ctx.claim), brief_text, prompts.lessons_text(ctx.memories)]
         return "\n\n".join(p for p in parts if p)

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 
 from verifier.agent import baselines, prompts
 from verifier.agent.compact import CompactProfile, brief
 from verifier.agent.config import MODEL_FREE_MODES, MODES, STRUCTURAL_MODES, AgentConfig
+from verifier.agent.grounding import Grounding
 from verifier.agent.llm import LLM, Completion
-from verifier.agent.parsing import FinalAnswer, ParsedStep, ParseError, Plan, cited_keys, parse_final, parse_step
+from verifier.agent.parsing import FinalAnswer, ParsedStep, ParseError, Plan, cited_keys, parse_final, parse_plan, parse_step
 from verifier.agent.port import Tools
 from verifier.agent.profile import Briefing, Context, MemoryLookup, Profile
-from verifier.agent.steps import ActionStep, Claim, ObservationStep, Step, Stopwatch, ThoughtStep, VerdictStep, usage
+from verifier.agent.steps import ActionStep, Claim, ObservationStep, PlanStep, Step, Stopwatch, ThoughtStep, VerdictStep, usage
 from verifier.agent.verdict import verdict_step
 from verifier.agent.weighing import BRIEF_MODES, Weigher, probe_logit
 
@@ -68,7 +70,7 @@ class Investigation:
             # reading mode adds the model's one-call reading of the head's article.
             yield from brief(self.ctx, judge=False, read=mode == "reading")
             said = "From the brief and the model's reading of the head's article" if mode == "reading" else "Without a language model"
-            yield self.decide(FinalAnswer("", said))
+            yield self.decide(FinalAnswer("", said, by_model=False))
         else:
             yield from baselines.rag(self.ctx, self.decide)
 
@@ -78,21 +80,46 @@ class Investigation:
 
     # ------------------------------------------------------------------------------ the agent
 
+    def grounding(self) -> Grounding:
+        """The check of the model's words against the run's evidence so far (verifier/agent/grounding.py)."""
+        return Grounding.of_run(self.ctx.claim, self.ctx.support.items, self.ctx.memories)
+
+    def checked(self, text: str) -> str:
+        """The model's text as a curator reads it: its statements checked, withheld or marked."""
+        return self.grounding().check(text).shown
+
     def _investigate(self) -> Iterator[Step]:
         ctx, profile = self.ctx, self.profile
         briefing: Briefing = yield from profile.gather(ctx)
         self.done_calls.update(briefing.calls)
         messages: list[dict] = [{"role": "system", "content": profile.system(ctx)}]
-        plan: Plan | None = None
+        planned: PlanStep | None = None
         if ctx.config.use_planning:
-            plan = yield from profile.plan(ctx, briefing, messages)
+            clock = Stopwatch()
+            completion, kept = profile.plan(ctx, briefing, messages)
+            plan = parse_plan(completion.text)
             self.impression = plan.impression
-            if profile.settles(ctx, plan):  # nothing left to fetch: the impression is the model's answer
+            settles = profile.settles(ctx, plan)
+            planned = self._plan_step(plan, completion.text, settles)
+            planned.usage = usage(completion, clock=clock)
+            yield planned
+            if kept:
+                messages += [*kept, {"role": "assistant", "content": planned.body}]
+            if settles:  # nothing left to fetch: the impression is the model's answer
                 yield from self.probe(messages)
                 yield self.decide(FinalAnswer(plan.impression, plan.reason, cited_keys(plan.reason)))
                 return
-        messages += profile.opening(ctx, briefing, plan)
+        messages += profile.opening(ctx, briefing, planned.body if planned is not None else None)
         yield from self._react(messages)
+
+    def _plan_step(self, plan: Plan, said: str, settles: bool) -> PlanStep:
+        """The plan as a curator reads it: its reason checked, its steps checked and cut to those that run."""
+        grounding = self.grounding()
+        reason = grounding.check(plan.reason)
+        steps = self.profile.plan_steps(self.ctx, replace(plan, steps=grounding.steps(plan.steps)), settles)
+        note = ("An answer given while repeating an instruction found in the data is not the model's reading of the "
+                "evidence." if reason.adopted else "")
+        return PlanStep(said=said.strip(), impression=plan.impression, reason=reason.shown, steps=steps, note=note)
 
     def _react(self, messages: list[dict]) -> Iterator[Step]:
         """The ReAct loop: Thought → Action → Observation until a Final Answer, at most ``t_max`` steps; then the
@@ -110,8 +137,8 @@ class Investigation:
             text = completion.text.strip()
             if completion.tool_calls:
                 call = completion.tool_calls[0]  # one action per step: the others are not run
-                thought = ThoughtStep(text=text.removeprefix("Thought:").strip() or f"(calls {call['name']})", said=text,
-                                      tool_call=call, usage=usage(completion, clock=clock))
+                shown = self.checked(text.removeprefix("Thought:").strip()) or f"(calls {call['name']})"
+                thought = ThoughtStep(text=shown, said=text, tool_call=call, usage=usage(completion, clock=clock))
                 yield thought
                 yield from self.act(messages, thought, call["name"], call["arguments"], call_id=call["id"])
                 continue
@@ -119,14 +146,14 @@ class Investigation:
                 parsed = parse_step(text)
             except ParseError as error:
                 reminder = profile.reminder(ctx)
-                thought = ThoughtStep(text=text or "(empty reply)", said=text, usage=usage(completion, clock=clock))
+                thought = ThoughtStep(text=self.checked(text) or "(empty reply)", said=text, usage=usage(completion, clock=clock))
                 yield from self.observe(messages, thought, f"Format error: {error}" + (f" {reminder}" if reminder else ""))
                 continue
             if parsed.final is not None:
                 if (yield from self.conclude(messages, completion, clock, text, parsed)):
                     return
                 continue
-            thought = ThoughtStep(text=parsed.thought, said=text, usage=usage(completion, clock=clock))
+            thought = ThoughtStep(text=self.checked(parsed.thought), said=text, usage=usage(completion, clock=clock))
             yield thought
             yield from self.act(messages, thought, parsed.tool, parsed.arguments)
             if self.repeats and profile.stop_at_repeat:
@@ -147,13 +174,13 @@ class Investigation:
             keys = self.done_calls[signature]
             text = (f"You already ran {action.content}; its evidence ({', '.join(keys) or 'none'}) is above and has not "
                     f"changed. Do not repeat an action: use a different tool or arguments, or give the Final Answer.")
-            observation = ObservationStep(text=text, tool=tool)
+            observation = ObservationStep(text=text, tool=tool, relayed=self.profile.relay(self.ctx, text, data=False))
         else:
             clock = Stopwatch()
             text, items = self.ctx.support.observe(self.ctx.tools.call(tool, arguments))
             self.done_calls[signature] = [item.key for item in items]
-            observation = ObservationStep(text=text, tool=tool, items=items, usage=usage(clock=clock))
-        observation.relayed = self.profile.relay(self.ctx, observation.text)
+            observation = ObservationStep(text=text, tool=tool, items=items, usage=usage(clock=clock),
+                                          relayed=self.profile.relay(self.ctx, text))
         observation.call_id = call_id
         yield observation
         messages += thought.to_messages() + observation.to_messages()
@@ -172,9 +199,10 @@ class Investigation:
         problem = self._citation_problem(final)
         if problem and not self.corrected:
             self.corrected = True
-            yield from self.observe(messages, ThoughtStep(text=text, said=text, usage=usage(completion, clock=clock)), problem)
+            yield from self.observe(messages, ThoughtStep(text=self.checked(text), said=text, usage=usage(completion, clock=clock)),
+                                    problem)
             return False
-        yield ThoughtStep(text=parsed.thought or text, said=text, usage=usage(completion, clock=clock))
+        yield ThoughtStep(text=self.checked(parsed.thought or text), said=text, usage=usage(completion, clock=clock))
         yield from self.probe([*messages, {"role": "assistant", "content": text}])
         yield self.decide(final)
         return True
@@ -216,12 +244,14 @@ class Investigation:
         asked = [*messages, {"role": "user", "content": prompts.JUDGMENT}]
         completion = self.ctx.llm.complete(asked, grammar=grammar, max_tokens=self.ctx.config.max_step_tokens)
         said = completion.text.strip()
-        yield ThoughtStep(text=f"({reason}: mandatory judgment)\n{said}", said=said, usage=usage(completion, clock=clock))
+        yield ThoughtStep(text=f"({reason}: mandatory judgment)\n{self.checked(said)}", said=said,
+                          usage=usage(completion, clock=clock))
         yield from self.probe([*asked, {"role": "assistant", "content": said}])
         final = parse_final(completion.text)
         if final is None:
             if not self.impression:  # no answer anywhere: the run fails rather than invent one
                 raise RuntimeError(f"the model gave no readable answer, even when asked for its judgment "
                                    f"(it wrote {said[:200]!r})")
-            final = FinalAnswer(self.impression, "The judgment could not be read; the initial impression stands.")
+            final = FinalAnswer(self.impression, "The judgment could not be read; the initial impression stands.",
+                                by_model=False)
         yield self.decide(final, forced=True)

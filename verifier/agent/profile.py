@@ -15,10 +15,10 @@ from typing import ClassVar
 
 from verifier.agent import prompts
 from verifier.agent.config import AgentConfig
-from verifier.agent.llm import LLM
-from verifier.agent.parsing import Plan, parse_plan
+from verifier.agent.llm import LLM, Completion
+from verifier.agent.parsing import Plan
 from verifier.agent.port import Tools
-from verifier.agent.steps import Claim, Memory, PlanStep, Step, Stopwatch, usage
+from verifier.agent.steps import Claim, Memory, Step
 from verifier.agent.support import SupportSet
 from verifier.agent.weighing import Weigher, Weights
 
@@ -74,29 +74,34 @@ class Profile:
         abstain = prompts.ABSTAIN_RULE if ctx.config.abstain else ""
         return template.format(tools=ctx.tools.describe(), t_max=ctx.config.t_max, abstain=abstain)
 
-    def plan(self, ctx: Context, briefing: Briefing, messages: list[dict]) -> Generator[Step, None, Plan]:
-        """The plan step, its call in a conversation of its own; returns the plan read from it."""
-        clock = Stopwatch()
+    def plan(self, ctx: Context, briefing: Briefing, messages: list[dict]) -> tuple[Completion, list[dict]]:
+        """The plan's call: its completion, and the messages the loop's conversation keeps before the plan itself (none:
+        the paper's planner has a conversation of its own, and its plan opens the loop as observation 0)."""
         system = prompts.PLANNING_SYSTEM.format(tools=ctx.tools.describe())
         completion = ctx.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": self.context(ctx)}],
                                       max_tokens=ctx.config.max_step_tokens)
-        yield PlanStep(said=completion.text.strip(), usage=usage(completion, clock=clock))
-        return parse_plan(completion.text)
+        return completion, []
+
+    def plan_steps(self, ctx: Context, plan: Plan, settles: bool) -> str:
+        """The plan's steps as a curator reads them: what the model means to do, the steps taken following."""
+        return plan.steps
 
     def settles(self, ctx: Context, plan: Plan) -> bool:
         """Whether the plan leaves the loop nothing to do: its impression is then the model's answer."""
         return False
 
-    def opening(self, ctx: Context, briefing: Briefing, plan: Plan | None) -> list[dict]:
-        """The messages that start the loop after the system message (and the plan's, when it has any)."""
+    def opening(self, ctx: Context, briefing: Briefing, plan: str | None) -> list[dict]:
+        """The messages that start the loop after the system message (and the plan's, when it has any); ``plan`` is
+        the plan as checked (verifier/agent/grounding.py), or None without one."""
         opening = self.context(ctx)
         if plan is not None:
-            opening += f"\n\nObservation 0 (your initial impression and plan):\n{plan.raw.strip()}"
+            opening += f"\n\nObservation 0 (your initial impression and plan):\n{plan}"
         return [{"role": "user", "content": opening + "\n\nBegin."}]
 
-    def relay(self, ctx: Context, observation: str) -> str:
-        """What the model reads of an observation."""
-        return observation
+    def relay(self, ctx: Context, observation: str, *, data: bool = True) -> str:
+        """What the model reads of an observation: a tool's answer (``data``) fenced as quoted data, the system's own
+        reply as it is."""
+        return prompts.observation_text(observation) if data else observation
 
     def reminder(self, ctx: Context) -> str:
         """What follows a format error, if anything."""

@@ -87,14 +87,28 @@ class Step:
 
 @dataclass(kw_only=True)
 class PlanStep(Step):
-    """The initial impression and strategic plan, as the model wrote them (``said``)."""
+    """The model's initial impression and strategic plan as a curator reads them: its answer, its reason as checked
+    (each sentence grounded in the evidence it cites, marked as the model's own reading, or withheld:
+    verifier/agent/grounding.py) and its steps as they will run. ``said`` is the model's text as it wrote it."""
 
     kind: ClassVar[StepKind] = "plan"
+    HEADING: ClassVar[str] = "The language model's initial impression and plan (its own reading, not the verdict):"
     said: str
+    impression: str = ""  # "correct", "incorrect" or "" when it gave none
+    reason: str = ""
+    steps: str = ""
+    note: str = ""
+
+    @property
+    def body(self) -> str:
+        """The impression and plan, as the loop's conversation continues from them."""
+        answer = f"[{VERDICT_LABELS[self.impression]}] Because {self.reason}" if self.impression else self.reason
+        return (f"=== Initial Impression ===\n{answer or '(none given)'}" + (f"\n({self.note})" if self.note else "")
+                + f"\n=== Strategic Plan ===\n{self.steps or '(no step given)'}")
 
     @property
     def content(self) -> str:
-        return self.said
+        return f"{self.HEADING}\n{self.body}"
 
 
 @dataclass(kw_only=True)

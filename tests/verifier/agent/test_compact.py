@@ -98,7 +98,7 @@ def test_the_brief_gathers_profiles_facts_paths_and_judged_sentences_before_the_
     assert article_call.messages[0]["content"] == prompts.PASSAGE_SYSTEM and article_call.body["max_tokens"] == 1
     asked = article_call.messages[1]["content"]
     assert "Douglas Noel Adams was an English author" in asked and "United Kingdom: " in asked
-    assert asked.endswith("Claim: (Douglas Adams, country of citizenship, United Kingdom)\n"
+    assert asked.endswith("Claim: <<<claim: (Douglas Adams, country of citizenship, United Kingdom)>>>\n"
                           "Is this claim true? Answer Correct or Incorrect.")
     assert "=== Strategic Plan ===" in requests[len(readings) + 1].messages[-1]["content"]
 
@@ -112,14 +112,15 @@ def test_memories_are_fenced_lessons_and_never_the_claim_under_decision(task):
     assert run.memories_used.count() == 1
     decision = [r for r in requests if not r.messages[-1]["content"].startswith("Considering all")][-1].messages
     last_user = [m["content"] for m in decision if m["role"] == "user"][-1]
-    assert last_user.endswith("The claim under verification is: Douglas Adams — country of citizenship — United Kingdom. "
-                              "Decide about this claim only.")
+    assert last_user.endswith("The claim under verification is: <<<claim: Douglas Adams — country of citizenship — "
+                              "United Kingdom>>>. Decide about this claim only.")
     opening = decision[1]["content"]
-    assert "<<< past case about a different claim: \"Jean-Paul Sartre country of citizenship France\"" in opening
+    assert "<<<past case about a different claim: \"Jean-Paul Sartre country of citizenship France\"" in opening
     assert "Sartre's own article calls him a French philosopher" in opening and "long trajectory" not in opening
     assert "never use them as evidence for this claim" in opening
     # The claim under test is the claim of the prompt; the memory's claim only appears inside its fence.
-    assert opening.startswith("Claim to verify: (Douglas Adams [Q42], country of citizenship [P27], United Kingdom [Q145])")
+    assert opening.startswith("Claim to verify: <<<claim: (Douglas Adams [Q42], country of citizenship [P27], United Kingdom "
+                              "[Q145])>>>")
     assert opening.count("Jean-Paul Sartre") == 1
 
 
@@ -155,7 +156,8 @@ def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model
     assert run.assessment["agent_logit"] == pytest.approx(math.log(math.exp(-0.2) + math.exp(-4.0)) + 1.8, abs=1e-3)
     assert "verdict probe: the model puts P(Correct) at" in run.steps.filter(kind="thought").last().content
     assert run.verdict == "incorrect"  # 0.5 − 3 × (sentences judged contradicting) < 0
-    assert "The evidence outweighs the model's answer (Correct" in run.explanation
+    assert run.explanation.startswith("The weighed evidence outweighs the language model's own answer (Correct): weighing")
+    assert "Because he was" not in run.explanation  # the model's prose is not the explanation
     p_true = run.assessment["p_true"]
     assert run.confidence == pytest.approx(1 - p_true, abs=1e-4) and run.confidence > 0.9
     verdict_step = run.steps.get(kind="verdict")
@@ -198,10 +200,11 @@ def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(ta
     judged = run.assessment["reading"]["contradicts"]
     assert run.verdict == "incorrect" and judged >= 1
     assert run.assessment["unweighed"] == ["contradicts", "agent_verdict"]
-    assert run.explanation.endswith(
+    assert run.explanation == (
+        f"The weighed evidence outweighs the language model's own answer (Correct): "
         f"weighing the closest sentence's relevance to the claim ({run.assessment['relevance']:.2f}) gives a probability of "
         f"{run.assessment['p_true']:.2f} that the triple is true; confidence model #{model.pk} gives no weight to {judged} "
-        f"sentence(s) judged to contradict the claim, the model's own answer (Correct).")
+        f"sentence(s) judged to contradict the claim, the language model's own answer (Correct).")
     cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
     assert run.assessment["keys"]["contradicts"] and not set(run.assessment["keys"]["contradicts"]) & cited
 
