@@ -61,6 +61,7 @@ _SOURCE = re.compile(
 _INTENT = re.compile(r"\?\s*$|^[\W_]*((now|next|first|then|so|finally)\b[,:]?\s+)?(check|look|find|see|verify|search|read|use|"
                      r"call|give|try|compare|confirm|fetch|get|query|ask|investigate|examine|consult|to\s+\w+|let\s+me|let's|"
                      r"(i|we)\s+(need|will|should|must|want|have|am going|shall|can|could|would)\b)", re.IGNORECASE)
+_HEADER = re.compile(r"^\s*=+[^=\n]*=+\s*$")  # "=== Strategic Plan ===": the form's own header
 _CONNECTED = re.compile(r"\b(connect\w*|link\w*|paths?|through|via|relat\w*|share\w*|both|same)\b", re.IGNORECASE)
 _SCORE = re.compile(r"\b(probab\w*|plausib\w*|scores?|likel\w*|rules?|predict\w*|calibrat\w*|models?|rank\w*|unlikely)\b",
                     re.IGNORECASE)
@@ -218,7 +219,7 @@ class Grounding:
         if adopted:
             return Checked(text, ADOPTED, adopted)
         keys = cited_keys(text)
-        if not keys and _INTENT.search(text.strip()):
+        if not keys and (_INTENT.search(text.strip()) or _HEADER.match(text)):
             return Checked(text, INTENT)
         if not keys and not _SOURCE.search(text):
             return Checked(text, OWN)
