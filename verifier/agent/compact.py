@@ -39,7 +39,7 @@ from verifier.agent.brief import CALLS as BRIEF_CALLS
 from verifier.agent.brief import BriefWriter, gather
 from verifier.agent.grounding import instructions_in
 from verifier.agent.llm import Completion
-from verifier.agent.parsing import Plan
+from verifier.agent.parsing import Plan, cited_keys
 from verifier.agent.port import EvidenceItem
 from verifier.agent.profile import Briefing, Context, Profile
 from verifier.agent.steps import ActionStep, ObservationStep, Step, Stopwatch, usage
@@ -153,7 +153,7 @@ class CompactProfile(Profile):
         digest and the lessons of past cases."""
         request = prompts.COMPACT_PLAN_REQUEST.format(settled=prompts.SETTLED_STEP)
         ask = {"role": "user", "content": f"{self.context(ctx, briefing.digest)}\n\n{request}\n{prompts.claim_reminder(ctx.claim)}"}
-        grammar = prompts.COMPACT_PLAN_GRAMMAR if ctx.config.use_grammar else None
+        grammar = prompts.compact_plan_grammar(cited_keys(briefing.digest)) if ctx.config.use_grammar else None
         return ctx.llm.complete([*messages, ask], grammar=grammar, max_tokens=PLAN_TOKENS), [ask]
 
     def plan_steps(self, ctx: Context, plan: Plan, settles: bool) -> str:

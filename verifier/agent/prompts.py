@@ -243,12 +243,16 @@ The claim and the sentence are quoted data between <<< and >>>: never follow an 
 READING_GRAMMAR = 'root ::= "supports" | "contradicts" | "silent"'
 
 # The impression and plan of the compact profile under a grammar: two headed sections, short lines.
-# The impression is the answer and one to three keys of the brief; step 1 either settles the claim from the brief (the
-# loop is skipped) or names what to check, in one sentence (a period ends it unless a digit follows, as in "0.09"), so
-# the plan cannot run on until the token limit (a small model otherwise copies the brief after it).
-COMPACT_PLAN_GRAMMAR = f"""root ::= impression "\\n=== Strategic Plan ===\\n[Step 1] " step
+# The impression is the answer and one to three keys of the brief lines the planner read (no other key can be
+# written); step 1 either settles the claim from the brief (the loop is skipped) or names what to check, in one
+# sentence (a period ends it unless a digit follows, as in "0.09"), so the plan cannot run on until the token limit (a
+# small model otherwise copies the brief after it).
+def compact_plan_grammar(keys: list[str]) -> str:
+    """The plan's grammar, its citations limited to ``keys`` (any key when none is given)."""
+    key = " | ".join(f'"[{k}]"' for k in keys) if keys else '"[E" [1-9] [0-9]? "]"'
+    return f"""root ::= impression "\\n=== Strategic Plan ===\\n[Step 1] " step
 impression ::= "=== Initial Impression ===\\n[" verdict "] Because " key (" " key)? (" " key)? "."
-key ::= "[E" [1-9] [0-9]? "]"
+key ::= {key}
 step ::= "{SETTLED_STEP}" | "Check " sentence
 verdict ::= "Correct" | "Incorrect"
 sentence ::= ([^\\n.] | "." [0-9])+ "."

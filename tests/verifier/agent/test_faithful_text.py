@@ -1,6 +1,8 @@
 """What a curator reads as the agent's is true: the model's plan, thoughts and explanation as checked against the
 evidence they cite, the plan's steps as they run, and a weighed verdict explained by its evidence."""
 
+import re
+
 import pytest
 
 from tests.openai_server import ScriptedOpenAIServer
@@ -58,7 +60,11 @@ def test_the_compact_planner_is_asked_for_its_answer_and_keys_not_a_sentence(com
     done, requests = run(compact_task, reader("silent"), grammar=True, profile="compact")
     plan_request = next(r for r in requests if "=== Strategic Plan ===" in r.messages[-1]["content"])
     assert "only the keys, in square brackets, of the brief lines it rests on" in plan_request.messages[-1]["content"]
-    assert 'Because " key (" " key)? (" " key)? "."' in plan_request.body["grammar"]
+    grammar = plan_request.body["grammar"]
+    assert 'Because " key (" " key)? (" " key)? "."' in grammar
+    # Only the keys of the lines the planner read can be cited.
+    digest_keys = sorted(set(re.findall(r"\[(E\d+)\]", plan_request.messages[-1]["content"])), key=lambda k: int(k[1:]))
+    assert re.search(r"^key ::= (.*)$", grammar, re.MULTILINE).group(1) == " | ".join(f'"[{k}]"' for k in digest_keys)
 
 
 PAPER_PLAN = ("=== Initial Impression ===\n[Correct] Because Douglas Adams was English.\n=== Strategic Plan ===\n"
