@@ -160,7 +160,7 @@ class CompactProfile(Profile):
         """A plan that settles the claim lists the one step that runs: answering from the brief. Steps naming only
         what the brief already gathered do not run again, and the curator reads that instead of them."""
         if not settles:
-            return plan.steps
+            return super().plan_steps(ctx, plan, settles)
         others = [line for line in plan.steps.splitlines() if line.strip() and prompts.SETTLED_STEP not in line]
         return f"[Step 1] {prompts.SETTLED_STEP}" + (
             "\n(The plan's other steps name only what the brief already gathered: they do not run.)" if others else "")

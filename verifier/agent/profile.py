@@ -83,8 +83,9 @@ class Profile:
         return completion, []
 
     def plan_steps(self, ctx: Context, plan: Plan, settles: bool) -> str:
-        """The plan's steps as a curator reads them: what the model means to do, the steps taken following."""
-        return plan.steps
+        """The plan's steps as a curator reads them: what the model means to do, said to be that (the loop decides
+        which steps run; they follow)."""
+        return f"{plan.steps}\n(What the model means to do; the steps it takes follow.)" if plan.steps.strip() else ""
 
     def settles(self, ctx: Context, plan: Plan) -> bool:
         """Whether the plan leaves the loop nothing to do: its impression is then the model's answer."""

@@ -83,6 +83,8 @@ def test_the_papers_explanation_keeps_only_what_the_cited_evidence_holds(compact
     assert "France" not in done.explanation
     plan = done.steps.get(kind="plan").content
     assert "[Correct] Because Douglas Adams was English. [unverified: the model's own reading]" in plan
+    assert plan.endswith("[Step 1] KG_Path(Douglas Adams, United Kingdom)\n"
+                         "(What the model means to do; the steps it takes follow.)")
     first_thought = done.steps.filter(kind="thought").order_by("seq").first().content
     assert first_thought == "[withheld: it cites E9, which the run never retrieved]"
     cited = set(SupportItem.objects.filter(run=done, cited=True).values_list("key", flat=True))
