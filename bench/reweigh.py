@@ -37,7 +37,7 @@ from verifier.models import Evaluation  # noqa: E402
 
 def reweighed(evaluation: Evaluation) -> tuple[list[metrics.Outcome], int]:
     """(held-out outcomes with the verdicts and confidences the weights in force give, how many were left out
-    as fitted). As in a run (Investigation._weighed): a compact or evidence-mode verdict is the weighed
+    as fitted). As in a run (verifier/agent/verdict.py): a compact or evidence-mode verdict is the weighed
     decision; a paper-profile verdict is the model's answer and only its confidence changes."""
     model = confidence.active_model(evaluation.kg_id)
     if model is None:

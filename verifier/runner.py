@@ -22,7 +22,8 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_expo
 
 from verifier.agent.llm import LLM, LLMError
 from verifier.agent.loop import MODEL_FREE_MODES, AgentConfig, Investigation
-from verifier.agent.steps import AgentStep, Claim
+from verifier.agent.steps import Claim, VerdictStep
+from verifier.agent.steps import Step as AgentStep
 from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
 from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
@@ -84,25 +85,27 @@ def _persist(run: Run, seq: int, step: AgentStep) -> Step | None:
     The counter UPDATE also tells whether a curator cancelled the run (it then matches no row): the
     step is not stored and None is returned.
     """
+    record = step.record()
+    spent = record.usage
     with transaction.atomic():
-        prompt_tokens = run.prompt_tokens + step.prompt_tokens
-        completion_tokens = run.completion_tokens + step.completion_tokens
-        cost = run.cost_usd + step.cost_usd
+        prompt_tokens = run.prompt_tokens + spent.prompt_tokens
+        completion_tokens = run.completion_tokens + spent.completion_tokens
+        cost = run.cost_usd + spent.cost_usd
         live = Run.objects.filter(pk=run.pk).exclude(status=Run.Status.CANCELLED).update(
             prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
         if not live:
             return None
         run.prompt_tokens, run.completion_tokens, run.cost_usd = prompt_tokens, completion_tokens, cost
         row = Step.objects.create(
-            run=run, seq=seq, kind=step.kind, content=step.content, tool=step.tool, arguments=step.arguments,
-            prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, cost_usd=step.cost_usd,
-            duration_ms=step.duration_ms,
+            run=run, seq=seq, kind=record.kind, content=record.content, tool=record.tool, arguments=record.arguments,
+            prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens, cost_usd=spent.cost_usd,
+            duration_ms=spent.duration_ms,
         )
         # Keys are stable within the run: an item seen again keeps its first row (ignore_conflicts).
         SupportItem.objects.bulk_create([
             SupportItem(run=run, step=row, key=item.key, kind=item.kind, text=item.text, payload=item.payload,
                         source=item.source, content_hash=item.content_hash)
-            for item in step.items
+            for item in record.items
         ], ignore_conflicts=True)
         publish_step(row)
     return row
@@ -244,7 +247,7 @@ def sweep_stalled_runs() -> list[int]:
     return failed
 
 
-def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
+def _drive(run: Run, investigation: Investigation, on_step) -> VerdictStep | None:
     seq, final, memories_recorded = 0, None, False
     for step in investigation.steps():
         if not memories_recorded:
@@ -257,7 +260,7 @@ def _drive(run: Run, investigation: Investigation, on_step) -> AgentStep | None:
             return None
         if on_step is not None:
             on_step(row)
-        if step.kind == "verdict":
+        if isinstance(step, VerdictStep):
             final = step
     if final is None:
         raise RuntimeError("the investigation ended without a verdict")

@@ -21,7 +21,7 @@ class ScriptedInvestigator:
         text = prompt_text(body)
         if system.startswith("You rewrite a claim"):
             return self.pseudo_subgraph(messages[-1].get("content", ""))
-        match = re.search(r"^In words: (.*)$", text, re.MULTILINE)
+        match = re.search(r"^In words: <<<claim: (.*)>>>$", text, re.MULTILINE)
         head, *_, tail = match.group(1).split(" — ") if match else ("the head", "the tail")
         if system.startswith("You are a verification strategist"):
             return (f"=== Initial Impression ===\n[{self.verdict}] Because {head} is known to be linked to {tail}.\n"

@@ -42,7 +42,7 @@ def test_a_faulty_model_endpoint_never_leaves_a_run_running(task, name, script, 
     with ScriptedOpenAIServer([PLAN, *script], default=TextReply("Final Answer: [Correct] Because.")) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01, timeout=1.0)
         run = start_run(task=task, config={"profile": "paper", "t_max": 2}, queue=False)
-        execute_run(run.pk, llm=llm)
+        execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     _count(run)
     assert run.status == outcome, (name, run.error)
@@ -60,7 +60,7 @@ def test_an_endpoint_that_never_answers_anything_readable_fails_the_run(task):  
     with ScriptedOpenAIServer([], default=TextReply("")) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0, timeout=1.0)
         run = start_run(task=task, config={"profile": "paper", "t_max": 1}, queue=False)
-        execute_run(run.pk, llm=llm)
+        execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     _count(run)
     assert run.status == Run.Status.FAILED and "no readable answer" in run.error

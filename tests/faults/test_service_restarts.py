@@ -96,7 +96,9 @@ def test_a_service_restarted_under_a_running_investigation_never_leaves_it_runni
     with ScriptedOpenAIServer(script, default=ANSWER) as server:
         env = {"LLM_BASE_URL": server.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0"}
         with celery_worker(env=env) as worker:
-            run = start_run(task=task, queue=False, config={"use_memory": False, "profile": "paper", "t_max": 6})
+            # No structural tools: a run on a KG without a structural model would wait for its first one's training.
+            run = start_run(task=task, queue=False, config={"use_memory": False, "profile": "paper", "t_max": 6,
+                                                            "structural_tools": False})
             run_verification.apply_async(args=[run.pk], queue=worker.queue)
             wait_for(lambda: run.steps.count() >= 3, 120, "the first steps to be stored")
             stored_before = run.steps.count()

@@ -33,6 +33,9 @@ class FinalAnswer:
     verdict: str  # "correct" | "incorrect" | "not_enough_evidence"
     explanation: str
     cited: list[str] = field(default_factory=list)
+    # The language model wrote the explanation (its words are checked before they are shown), not the product (a
+    # vote's count, a tool's probability, a fallback's reason).
+    by_model: bool = True
 
 
 @dataclass

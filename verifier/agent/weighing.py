@@ -190,7 +190,7 @@ def _signals(evidence: Evidence) -> list[tuple[str, str, str]]:
     if evidence.relevance:
         said.append(("relevance", f"the closest sentence's relevance to the claim ({evidence.relevance:.2f})", ""))
     if evidence.agent_verdict:
-        said.append(("agent_verdict", f"the model's own answer ({evidence.agent_verdict.title()})", ""))
+        said.append(("agent_verdict", f"the language model's own answer ({evidence.agent_verdict.title()})", ""))
     return said
 
 

@@ -212,7 +212,14 @@ class AssessmentSerializer(serializers.Serializer):
     """What a run's confidence was computed from; ``{}`` on runs older than the confidence model."""
 
     p_true = serializers.FloatField(required=False, allow_null=True, help_text="combined calibrated probability that the triple is true")
-    agent_verdict = serializers.CharField(required=False, help_text="correct or incorrect")
+    agent_verdict = serializers.CharField(
+        required=False, help_text="the language model's own answer (correct or incorrect), shown beside the verdict and not the "
+        "verdict: weighed only when `unweighed` leaves it out; \"\" when no model answered or its answer was withheld")
+    withheld_answer = serializers.DictField(
+        required=False, help_text='{"answer", "reason"}: the language model\'s answer that was not taken, and why (it repeated '
+        "an instruction found in the data, or the data it read held one)")
+    decided_by = serializers.CharField(required=False, help_text="what the verdict is: the language model's answer (model, the "
+                                       "paper profile) or the weighed evidence (evidence)")
     structural_probability = serializers.FloatField(required=False, allow_null=True,
                                                     help_text="the KG-embedding model's calibrated P(true)")
     rule_probability = serializers.FloatField(required=False, allow_null=True)
@@ -244,6 +251,9 @@ class RunSerializer(serializers.ModelSerializer):
                   "awaiting_model", "model", "config", "prompt_tokens", "completion_tokens", "cost_usd", "error", "created_by",
                   "created_at", "started_at", "finished_at"]
         read_only_fields = fields
+        extra_kwargs = {"verdict": {"help_text": "the verdict curators review: the weighed evidence's (compact profile, evidence "
+                                                 "modes) or the language model's answer (paper profile), never an answer "
+                                                 "withheld; \"\" until the run ends"}}
 
     def get_triple(self, run) -> str:
         task = run.task
@@ -267,6 +277,10 @@ class RunDetailSerializer(RunSerializer):
         fields = [*RunSerializer.Meta.fields, "explanation", "step_count", "memories_used", "support_items", "reviews",
                   "trajectory"]
         read_only_fields = fields
+        extra_kwargs = {**RunSerializer.Meta.extra_kwargs,
+                        "explanation": {"help_text": "why the verdict: the weighed evidence with its keys, or those of the "
+                                                     "language model's sentences the evidence they cite holds; never its "
+                                                     "unchecked words"}}
 
     def get_trajectory(self, run) -> str:
         return trajectory_of(run)
@@ -440,7 +454,7 @@ class RunSideSerializer(serializers.Serializer):
     status = serializers.CharField()
     verdict = serializers.CharField()
     confidence = serializers.FloatField(allow_null=True)
-    final_verdict = serializers.CharField(help_text="the latest reviewer decision's verdict, else the agent's")
+    final_verdict = serializers.CharField(help_text="the latest reviewer decision's verdict, else the run's verdict")
     disputed = serializers.BooleanField()
     model = serializers.CharField()
     structural_model = serializers.IntegerField(allow_null=True)

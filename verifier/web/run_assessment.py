@@ -63,6 +63,25 @@ def _keys(assessment: dict, *features: str) -> tuple[str, ...]:
 
 
 NOT_WEIGHED = " — not weighed: the confidence model gives it no weight"
+# The language model's answer is never called the verdict: the verdict is what curators review (the header's).
+MODEL_ANSWER = "The language model's own answer"
+
+
+def _answer_text(assessment: dict, unweighed: set[str]) -> str:
+    """What the language model answered and where that answer stands: the verdict itself (the paper profile), weighed,
+    not weighed, or withheld; "" when no model answered."""
+    withheld = assessment.get("withheld_answer") if isinstance(assessment.get("withheld_answer"), dict) else None
+    answer = (withheld or {}).get("answer") or assessment.get("agent_verdict")
+    if not answer:
+        return ""
+    shown = dict(Verdict.choices).get(answer, answer)
+    if withheld:
+        return f"{shown} — withheld, not weighed: {withheld.get('reason') or 'no reason recorded'}"
+    if assessment.get("decided_by") == "model":
+        return f"{shown} — the verdict (the paper profile keeps the model's answer; the confidence is weighed)"
+    if "agent_verdict" in unweighed or assessment.get("p_true") is None:
+        return shown + (NOT_WEIGHED if "agent_verdict" in unweighed else " — not weighed: no confidence model is in force")
+    return f"{shown} — weighed with the evidence below"
 
 
 def factors(assessment: dict) -> list[Factor]:
@@ -71,9 +90,8 @@ def factors(assessment: dict) -> list[Factor]:
     gives no weight (``assessment["unweighed"]``) says so."""
     rows = []
     unweighed = set(assessment.get("unweighed") or ())
-    if verdict := assessment.get("agent_verdict"):
-        rows.append(Factor("agent_verdict", "Agent's verdict", dict(Verdict.choices).get(verdict, verdict)
-                           + (NOT_WEIGHED if "agent_verdict" in unweighed else "")))
+    if answer := _answer_text(assessment, unweighed):
+        rows.append(Factor("agent_verdict", MODEL_ANSWER, answer))
     if "structural_probability" in assessment:
         rows.append(Factor("structural_probability", "Structural probability (KG embedding) that the triple is true",
                            _probability_text(assessment["structural_probability"], "not available (no ready structural model)"),

@@ -56,10 +56,12 @@ def reader(judgment: str, plan: str = PLAN, answer: str = ANSWER):
 
 
 def run_compact(task, script, **config):
+    """The run, executed at once: the world KG has no structural model, and these tests are about the agent, not the
+    wait for a KG's first model (tests/verifier/structure/test_awaiting_training.py)."""
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
         run = start_run(task=task, config={"profile": "compact", **config}, queue=False)
-        execute_run(run.pk, llm=llm)
+        execute_run(run.pk, llm=llm, await_structure=False)
         run.refresh_from_db()
         return run, server.requests
 
@@ -96,7 +98,7 @@ def test_the_brief_gathers_profiles_facts_paths_and_judged_sentences_before_the_
     assert article_call.messages[0]["content"] == prompts.PASSAGE_SYSTEM and article_call.body["max_tokens"] == 1
     asked = article_call.messages[1]["content"]
     assert "Douglas Noel Adams was an English author" in asked and "United Kingdom: " in asked
-    assert asked.endswith("Claim: (Douglas Adams, country of citizenship, United Kingdom)\n"
+    assert asked.endswith("Claim: <<<claim: (Douglas Adams, country of citizenship, United Kingdom)>>>\n"
                           "Is this claim true? Answer Correct or Incorrect.")
     assert "=== Strategic Plan ===" in requests[len(readings) + 1].messages[-1]["content"]
 
@@ -110,14 +112,15 @@ def test_memories_are_fenced_lessons_and_never_the_claim_under_decision(task):
     assert run.memories_used.count() == 1
     decision = [r for r in requests if not r.messages[-1]["content"].startswith("Considering all")][-1].messages
     last_user = [m["content"] for m in decision if m["role"] == "user"][-1]
-    assert last_user.endswith("The claim under verification is: Douglas Adams — country of citizenship — United Kingdom. "
-                              "Decide about this claim only.")
+    assert last_user.endswith("The claim under verification is: <<<claim: Douglas Adams — country of citizenship — "
+                              "United Kingdom>>>. Decide about this claim only.")
     opening = decision[1]["content"]
-    assert "<<< past case about a different claim: \"Jean-Paul Sartre country of citizenship France\"" in opening
+    assert "<<<past case about a different claim: \"Jean-Paul Sartre country of citizenship France\"" in opening
     assert "Sartre's own article calls him a French philosopher" in opening and "long trajectory" not in opening
     assert "never use them as evidence for this claim" in opening
     # The claim under test is the claim of the prompt; the memory's claim only appears inside its fence.
-    assert opening.startswith("Claim to verify: (Douglas Adams [Q42], country of citizenship [P27], United Kingdom [Q145])")
+    assert opening.startswith("Claim to verify: <<<claim: (Douglas Adams [Q42], country of citizenship [P27], United Kingdom "
+                              "[Q145])>>>")
     assert opening.count("Jean-Paul Sartre") == 1
 
 
@@ -153,7 +156,8 @@ def test_the_compact_verdict_is_the_weighed_evidence_when_it_outweighs_the_model
     assert run.assessment["agent_logit"] == pytest.approx(math.log(math.exp(-0.2) + math.exp(-4.0)) + 1.8, abs=1e-3)
     assert "verdict probe: the model puts P(Correct) at" in run.steps.filter(kind="thought").last().content
     assert run.verdict == "incorrect"  # 0.5 − 3 × (sentences judged contradicting) < 0
-    assert "The evidence outweighs the model's answer (Correct" in run.explanation
+    assert run.explanation.startswith("The weighed evidence outweighs the language model's own answer (Correct): weighing")
+    assert "Because he was" not in run.explanation  # the model's prose is not the explanation
     p_true = run.assessment["p_true"]
     assert run.confidence == pytest.approx(1 - p_true, abs=1e-4) and run.confidence > 0.9
     verdict_step = run.steps.get(kind="verdict")
@@ -196,10 +200,11 @@ def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(ta
     judged = run.assessment["reading"]["contradicts"]
     assert run.verdict == "incorrect" and judged >= 1
     assert run.assessment["unweighed"] == ["contradicts", "agent_verdict"]
-    assert run.explanation.endswith(
+    assert run.explanation == (
+        f"The weighed evidence outweighs the language model's own answer (Correct): "
         f"weighing the closest sentence's relevance to the claim ({run.assessment['relevance']:.2f}) gives a probability of "
         f"{run.assessment['p_true']:.2f} that the triple is true; confidence model #{model.pk} gives no weight to {judged} "
-        f"sentence(s) judged to contradict the claim, the model's own answer (Correct).")
+        f"sentence(s) judged to contradict the claim, the language model's own answer (Correct).")
     cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
     assert run.assessment["keys"]["contradicts"] and not set(run.assessment["keys"]["contradicts"]) & cited
 
@@ -209,7 +214,7 @@ def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
     script = [PLAN, "Thought: check.\nAction: KG_Neighbor(Douglas Adams)", "Thought: ok.\nFinal Answer: [Correct] Because of [E1]."]
     with ScriptedOpenAIServer(script) as server:
         run = start_run(task=task, config={"profile": "paper"}, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0))
+        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
     run.refresh_from_db()
     assert run.config["profile"] == "paper" and run.verdict == "correct"  # σ(0.5 − 1) < 0.5, yet the answer stands
     assert run.assessment["p_true"] == pytest.approx(0.3775, abs=1e-3)
@@ -300,7 +305,7 @@ def test_a_plan_without_an_impression_goes_on_to_the_loop(task):
 def test_the_evidence_mode_weighs_the_brief_without_asking_a_model(task):
     _fit_weights(relevance=2.0, mentioned=1.0)
     run = start_run(task=task, config={"mode": "evidence"}, queue=False)
-    execute_run(run.pk)  # no model: a call would need an endpoint, and none is configured here
+    execute_run(run.pk, await_structure=False)  # no model: a call would need an endpoint, and none is configured here
     run.refresh_from_db()
     kinds = list(run.steps.order_by("seq").values_list("kind", flat=True))
     assert kinds == ["action", "observation", "verdict"] and run.status == Run.Status.SUCCEEDED
@@ -342,7 +347,7 @@ def test_the_evidence_mode_runs_as_an_evaluation_ablation_configures_it(task):
     runs = {}
     for ablations in ((), ("structural-tools",), ("external-tools",)):
         run = start_run(task=task, config=run_config("evidence", ablations), queue=False)
-        execute_run(run.pk)
+        execute_run(run.pk, await_structure=False)
         run.refresh_from_db()
         runs[ablations] = run
     full, no_structure, no_text = (runs[a].steps.get(kind="observation").content for a in runs)
@@ -359,7 +364,7 @@ def test_the_evidence_mode_without_a_fitted_weighing_gives_no_verdict_and_says_w
     ends without a verdict."""
     run = start_run(task=task, config={"mode": "evidence"}, queue=False)
     ConfidenceModel.objects.update(active=False)
-    execute_run(run.pk)
+    execute_run(run.pk, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED and run.verdict == "not_enough_evidence" and run.confidence is None
     assert "No fitted weighing is in force (manage.py calibrate)" in run.explanation

@@ -26,7 +26,7 @@ def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
     llm = OpenAICompatibleLLM(local_model.url, "not-needed", "smollm2-135m", timeout=300, supports_grammar=True)
     run = start_run(task=task, config={"t_max": 2, "use_memory": False, "max_step_tokens": 96, "verdict_probe": True},
                     queue=False)
-    execute_run(run.pk, llm=llm)
+    execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED, run.error
     assert run.verdict in ("correct", "incorrect")

@@ -25,7 +25,7 @@ def test_an_unexpected_error_fails_the_run_with_its_reason_and_frees_the_task(ta
     monkeypatch.setattr(runner, "assess", broken)  # fails after the verdict step, in the finalisation
     with ScriptedOpenAIServer([PLAN, "Final Answer: [Correct] Because it is so [P1]."]) as server:
         run = start_run(task=task, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0))
+        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED and run.finished_at is not None
     assert "internal error (TypeError" in run.error
@@ -45,7 +45,7 @@ def test_a_cancel_wins_over_a_worker_that_finishes_afterwards(task, monkeypatch)
     monkeypatch.setattr(runner, "assess", cancel_then_assess)
     with ScriptedOpenAIServer([PLAN, "Final Answer: [Correct] Because it is so."]) as server:
         run = start_run(task=task, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0))
+        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED and run.verdict == ""
     assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING

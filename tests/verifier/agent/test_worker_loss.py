@@ -29,7 +29,8 @@ def test_a_killed_pool_process_leaves_a_failed_run_with_its_steps_then_a_new_run
     with ScriptedOpenAIServer(script, default=ANSWER) as server:
         env = {"LLM_BASE_URL": server.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0"}
         with celery_worker(env=env) as worker:
-            run = start_run(task=task, queue=False, config={"use_memory": False})
+            # No structural tools: a run on a KG without a structural model would wait for its first one's training.
+            run = start_run(task=task, queue=False, config={"use_memory": False, "structural_tools": False})
             run_verification.apply_async(args=[run.pk], queue=worker.queue)
             wait_for(lambda: run.steps.count() >= 4, 120, "the first steps to be stored")
             (child,) = worker.pool_children()
@@ -45,7 +46,8 @@ def test_a_killed_pool_process_leaves_a_failed_run_with_its_steps_then_a_new_run
             assert seqs == list(range(1, stored_then + 1))
             assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING
 
-            again = start_run(task=task, queue=False, config={"use_memory": False, "use_planning": False})
+            again = start_run(task=task, queue=False, config={"use_memory": False, "use_planning": False,
+                                                                "structural_tools": False})
             run_verification.apply_async(args=[again.pk], queue=worker.queue)
             wait_for(lambda: Run.objects.get(pk=again.pk).status in {"succeeded", "failed"}, 90, "the second run")
             again.refresh_from_db()

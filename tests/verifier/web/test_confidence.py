@@ -77,7 +77,8 @@ def test_the_page_explains_how_the_confidence_was_reached_and_which_model_scored
     page = _page(viewer, run)
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', page))
     assert {key: re.sub(r"\s*<a .*", "", value) for key, value in factors.items()} == {
-        "agent_verdict": "Correct", "structural_probability": "0.08", "rule_probability": "no mined rule applies",
+        "agent_verdict": "Correct — weighed with the evidence below", "structural_probability": "0.08",
+        "rule_probability": "no mined rule applies",
         "reading": "2 supporting, 1 contradicting, 0 silent", "p_true": "0.22", "confidence_model": "#7",
     }
     # each figure links to the evidence it was read from: a cited row, or the list of everything retrieved
@@ -99,11 +100,28 @@ def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
     run.assessment = {**ASSESSMENT, "unweighed": ["contradicts"]}  # the supporting sentences are weighed
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
-    assert factors["agent_verdict"] == "Correct" and "not weighed" not in factors["reading"]
+    assert factors["agent_verdict"] == "Correct — weighed with the evidence below" and "not weighed" not in factors["reading"]
     run.assessment = {**ASSESSMENT, "reading": {"supports": 0, "contradicts": 0, "silent": 0}, "keys": {}}  # sentences listed unjudged
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
     assert factors["reading"] == "none judged"
+
+
+def test_the_language_models_answer_is_named_as_such_never_as_the_verdict(viewer, world):
+    run = _disputed_run(world)
+    page = _page(viewer, run)
+    assert '<div data-factor="agent_verdict"><dt>The language model&#x27;s own answer</dt>' in page
+    assert "Agent&#x27;s verdict" not in page and "Agent's verdict" not in page
+    run.assessment = {**ASSESSMENT, "agent_verdict": "", "withheld_answer": {
+        "answer": "correct", "reason": "it repeats an instruction found in the data ([E2])"}}
+    run.save(update_fields=["assessment"])
+    factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
+    assert factors["agent_verdict"] == ("Correct — withheld, not weighed: it repeats an instruction found in the data "
+                                        "([E2])")
+    run.assessment = {**ASSESSMENT, "decided_by": "model"}
+    run.save(update_fields=["assessment"])
+    factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
+    assert factors["agent_verdict"].startswith("Correct — the verdict (the paper profile keeps the model")
 
 
 def test_a_run_from_before_the_confidence_model_shows_its_confidence_and_nothing_invented(viewer, world):

@@ -398,7 +398,7 @@ def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(m
     client = client_for(make_user, "reviewer")
     _review(client, finished, decision="override", reason="the KG edge is from a bad source", verdict="incorrect")
     page = client.get(reverse("run-detail", args=[finished.pk])).content.decode()
-    assert re.search(r'<span class="verdict-source">Agent</span> Correct', page)
+    assert re.search(r'<span class="verdict-source">Verdict</span> Correct', page)
     assert re.search(r'id="final-verdict"[^>]*><span class="verdict-source">Final, after review</span> Incorrect', page)
 
 
