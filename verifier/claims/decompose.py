@@ -23,7 +23,7 @@ from django.db.models.functions import Lower
 
 from verifier.agent.llm import LLM
 from verifier.claims import subgraph
-from verifier.claims.grounding import NEGATION, ClaimRefused, LeftOut, Reading, ground, not_a_claim
+from verifier.claims.grounding import LABEL, NEGATION, STRONG, WEAK, ClaimRefused, LeftOut, Reading, ground, not_a_claim
 from verifier.claims.lexicon import cues
 from verifier.claims.subgraph import Named, PseudoTriple, SubgraphError
 from verifier.kg.store import PostgresKG
@@ -91,16 +91,17 @@ def _relations(kg: KnowledgeGraph) -> dict[str, tuple[Named, str]]:
 def offered_relations(kg: KnowledgeGraph, claim: str, limit: int = RELATIONS_OFFERED,
                       mentioned: list[Named] | None = None) -> list[str]:
     """The relation labels that bear on the claim: those it states by their words (verifier/claims/lexicon.py,
-    the names it mentions masked; strong cues first) and the SIMILAR_ALSO_OFFERED closest to the claim by meaning
+    the names it mentions masked; the most explicitly stated first) and the SIMILAR_ALSO_OFFERED closest to the claim by meaning
     ("founded in" is no label), or with none stated the ``limit`` closest."""
     mentioned = mentioned_entities(kg, claim) if mentioned is None else mentioned
     names = {pk: [label, *aliases] for pk, label, aliases in
              Entity.objects.filter(pk__in=[m.pk for m in mentioned]).values_list("id", "label", "aliases")}
-    reading = Reading(claim, names, set(names))
+    reading = Reading(claim, names)
     rows = list(Relation.objects.filter(kg=kg).order_by("label", "id").values_list("label", "external_id", "aliases",
                                                                                     "embedding"))
-    strength = {(label or ext): reading.stated(cues(ext, label or ext, tuple(aliases)))[0] for label, ext, aliases, _ in rows}
-    stated = [name for kind in ("strong", "weak") for name, found in strength.items() if found == kind]
+    strength = {(label or ext): reading.stated(cues(ext, label or ext, tuple(aliases)), tuple(names))[0]
+                for label, ext, aliases, _ in rows}
+    stated = [name for kind in (LABEL, STRONG, WEAK) for name, found in strength.items() if found == kind]
     embedded = [(label or ext, vector) for label, ext, _, vector in rows if vector is not None and (label or ext) not in stated]
     if embedded:
         query = encoder.encode_one(claim)

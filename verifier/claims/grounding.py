@@ -38,6 +38,7 @@ from verifier.models import Entity, KnowledgeGraph, Relation, Triple
 
 MIN_WORDS = 3
 MASK = "§"
+LABEL, STRONG, WEAK = "label", "strong", "weak"  # how a claim states a relation, most explicit first
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)  # a word of two letters or more
 NEGATION = re.compile(r"\b(?:no longer|not(?! only)|never|neither|nor|none|no)\b|n't\b")
 # What an unknown of an existence claim stands for: an indefinite phrase the claim does not name.
@@ -81,6 +82,13 @@ def _lowered(text: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    characters = list(text)
+    for start, end in spans:
+        characters[start:end] = MASK * (end - start)
+    return "".join(characters)
+
+
 def _name_pattern(name: str) -> re.Pattern | None:
     """A name as the claim may write it: case-insensitive, or as written for three letters or fewer ("UK", not "uk")."""
     if len(name) > 3:
@@ -91,34 +99,45 @@ def _name_pattern(name: str) -> re.Pattern | None:
 
 
 class Reading:
-    """The claim as the checks read it: where each entity is named, and the words left once the names used by
-    the triples (and every name of two words or more) are masked and the negations blanked."""
+    """The claim as the checks read it: where each entity is named (``names``: entity → its label and aliases),
+    its negations and whether it has an indefinite phrase (every name masked), and the words a relation is read
+    from (names of two words or more masked, negations blanked)."""
 
-    def __init__(self, text: str, names: dict[int, list[str]], used: set[int]):
+    def __init__(self, text: str, names: dict[int, list[str]]):
         self.text = text
-        self.spans: dict[int, list[tuple[int, int]]] = {}
+        found: dict[int, list[tuple[int, int]]] = {}
         for pk, written in names.items():
             patterns = [p for p in (_name_pattern(n) for n in written if n) if p is not None]
-            self.spans[pk] = sorted({m.span() for p in patterns for m in p.finditer(text)})
-        masked = list(_lowered(text))
-        for pk, spans in self.spans.items():
-            for start, end in spans:
-                if pk in used or " " in text[start:end].strip():
-                    masked[start:end] = MASK * (end - start)
-        masked_text = "".join(masked)
-        self.negations = [m.start() for m in NEGATION.finditer(masked_text)]
-        self.words = NEGATION.sub(lambda m: " " * len(m.group()), masked_text)
-        self.indefinite = bool(INDEFINITE.search(self.words))
+            found[pk] = sorted({m.span() for p in patterns for m in p.finditer(text)})
+        every = {span for spans in found.values() for span in spans}
+        # Where each entity is named on its own: "writer" inside "non-fiction writer", or "America" inside "Latin
+        # America", names the longer one only.
+        self.spans = {pk: [(a, b) for a, b in spans if not any(c <= a and b <= d and (c, d) != (a, b) for c, d in every)]
+                      for pk, spans in found.items()}
+        self.found = found
+        every_name = _masked(_lowered(text), [span for spans in found.values() for span in spans])
+        self.negations = [m.start() for m in NEGATION.finditer(every_name)]
+        self.indefinites = len(INDEFINITE.findall(every_name))
+        # The words a relation is read from: names of two words or more masked, the negations blanked.
+        longer = [span for spans in found.values() for span in spans if " " in text[span[0]:span[1]].strip()]
+        self.words = NEGATION.sub(lambda m: " " * len(m.group()), _masked(_lowered(text), longer))
 
     def named(self, pk: int) -> bool:
         return bool(self.spans.get(pk))
 
-    def stated(self, relation_cues: RelationCues) -> tuple[str, list[int]]:
-        """("strong" | "weak" | "", where the cues are): how the claim states a relation."""
-        for strength, patterns in (("strong", relation_cues.strong), ("weak", relation_cues.weak)):
-            found = [p for pattern in patterns for m in pattern.finditer(self.words) for p in (m.start(), m.end() - 1)]
-            if strength == "strong" and relation_cues.stems:
-                starts = [[m.start() for m in re.finditer(rf"\b{re.escape(stem)}", self.words)] for stem in relation_cues.stems]
+    def apart(self, first: int, second: int) -> bool:
+        """Whether two entities are named by different words of the claim (one name may stand for two entities)."""
+        return any(b <= c or d <= a for a, b in self.spans.get(first, []) for c, d in self.spans.get(second, []))
+
+    def stated(self, relation_cues: RelationCues, ends: tuple[int, ...] = ()) -> tuple[str, list[int]]:
+        """How the claim states a relation — LABEL (its label, an alias or all its label's words), STRONG, WEAK
+        (verifier/claims/lexicon.py) or "" — and where, the names of the triple's own entities ``ends`` masked
+        too (a name is no cue for the triple it is in: "author" is no author here)."""
+        words = _masked(self.words, [span for pk in ends for span in self.found.get(pk, [])]) if ends else self.words
+        for strength, patterns in ((LABEL, relation_cues.names), (STRONG, relation_cues.strong), (WEAK, relation_cues.weak)):
+            found = [p for pattern in patterns for m in pattern.finditer(words) for p in (m.start(), m.end() - 1)]
+            if strength == LABEL and relation_cues.stems:
+                starts = [[m.start() for m in re.finditer(rf"\b{re.escape(stem)}", words)] for stem in relation_cues.stems]
                 if all(starts):
                     found += [p for positions in starts for p in positions]
             if found:
@@ -145,6 +164,7 @@ class _Fit:
 @dataclass
 class _Candidate:
     triple: PseudoTriple
+    strength: str  # how the claim states its relation: LABEL, STRONG or WEAK
     positions: list[int]  # where the sentence states it: its relation's cues and its named object
 
 
@@ -161,7 +181,7 @@ def ground(kg: KnowledgeGraph, text: str, triples: list[PseudoTriple], entities:
            relations: dict[str, Named], mentioned: list[Named]) -> Grounded:
     """The triples of ``triples`` that ``text`` states (see the module docstring), and those left out with why."""
     used = {entities[n].pk for t in triples for n in (t.head, t.tail) if n in entities}
-    reading = Reading(text, _names(used | {m.pk for m in mentioned}), used)
+    reading = Reading(text, _names(used | {m.pk for m in mentioned}))
     table = _relations(kg)
     fit = _Fit(used)
     grounded = Grounded([], dict(relations))
@@ -174,10 +194,13 @@ def ground(kg: KnowledgeGraph, text: str, triples: list[PseudoTriple], entities:
         if checked.triple != triple and checked.triple.relation != triple.relation:
             grounded.left_out.append(LeftOut(triple.text(), f"the claim does not say '{triple.relation}'; read as "
                                                             f"{replace(checked.triple, negated=False).text()}"))
-        if any(c.triple.head == checked.triple.head and c.triple.relation == checked.triple.relation
-               and c.triple.tail == checked.triple.tail for c in candidates):
-            if checked.triple == triple:
+        if any(c.triple.relation == checked.triple.relation and {c.triple.head, c.triple.tail} == {checked.triple.head,
+                                                                                                 checked.triple.tail}
+               for c in candidates):
+            if checked.triple.relation == triple.relation:
                 grounded.left_out.append(LeftOut(triple.text(), "the same triple again"))
+            else:
+                grounded.left_out[-1] = LeftOut(triple.text(), f"the claim does not say '{triple.relation}'")
             continue
         candidates.append(checked)
     candidates = _tied(candidates, reading, grounded)
@@ -195,18 +218,21 @@ def _checked(triple: PseudoTriple, reading: Reading, entities: dict[str, Named],
     if triple.head == triple.tail or (triple.head in entities and triple.tail in entities
                                       and entities[triple.head].pk == entities[triple.tail].pk):
         return f"it links '{triple.head}' to itself"
+    if triple.head in entities and triple.tail in entities and not reading.apart(entities[triple.head].pk,
+                                                                                  entities[triple.tail].pk):
+        return f"'{triple.head}' and '{triple.tail}' are the same words of the claim"
     relation, relation_cues = table[relations[triple.relation].pk]
-    strength, positions = reading.stated(relation_cues)
     head, tail = entities.get(triple.head), entities.get(triple.tail)
+    strength, positions = reading.stated(relation_cues, tuple(e.pk for e in (head, tail) if e is not None))
     if head is None or tail is None:  # an unknown end: the named one must fit where the cue is weak
         named, side = (head, "head") if head is not None else (tail, "tail")
-        if strength == "strong" or (strength == "weak" and (named is None or fit(relation.pk, named.pk, side))):
-            return _Candidate(triple, positions + _object_positions(triple, reading, entities))
+        if strength in (LABEL, STRONG) or (strength == WEAK and (named is None or fit(relation.pk, named.pk, side))):
+            return _Candidate(triple, strength, positions + _object_positions(triple, reading, entities))
         return f"the claim does not say '{triple.relation}'"
     for h, t, turned in ((head, tail, False), (tail, head, True)):
         if strength and fit(relation.pk, h.pk, "head") and fit(relation.pk, t.pk, "tail"):
             found = PseudoTriple(triple.tail, triple.relation, triple.head, triple.negated) if turned else triple
-            return _Candidate(found, positions + _object_positions(found, reading, entities))
+            return _Candidate(found, strength, positions + _object_positions(found, reading, entities))
     return _reread(triple, reading, entities, relations, table, fit) or (
         f"the claim does not say '{triple.relation}'" if not strength
         else f"'{head.label}' and '{tail.label}' are not what '{triple.relation}' links in the KG")
@@ -223,44 +249,77 @@ def _reread(triple: PseudoTriple, reading: Reading, entities: dict[str, Named], 
     head, tail = entities[triple.head], entities[triple.tail]
     found: dict[str, list[tuple[Named, bool, list[int]]]] = defaultdict(list)
     for relation, relation_cues in table.values():
-        strength, positions = reading.stated(relation_cues)
+        strength, positions = reading.stated(relation_cues, (head.pk, tail.pk))
         if not strength:
             continue
         for h, t, turned in ((head, tail, False), (tail, head, True)):
             if fit(relation.pk, h.pk, "head") and fit(relation.pk, t.pk, "tail"):
                 found[strength].append((relation, turned, positions))
                 break
-    options = found["strong"] or found["weak"]
-    if len(options) != 1:
+    strength = next((kind for kind in (LABEL, STRONG, WEAK) if found[kind]), "")
+    if len(found[strength]) != 1:
         return None
-    relation, turned, positions = options[0]
+    relation, turned, positions = found[strength][0]
     relations.setdefault(relation.label, relation)
     head_name, tail_name = (triple.tail, triple.head) if turned else (triple.head, triple.tail)
     reread = PseudoTriple(head_name, relation.label, tail_name, triple.negated)
-    return _Candidate(reread, positions + _object_positions(reread, reading, entities))
+    return _Candidate(reread, strength, positions + _object_positions(reread, reading, entities))
 
 
 def _tied(candidates: list[_Candidate], reading: Reading, grounded: Grounded) -> list[_Candidate]:
     """The candidates whose unknowns stand for something the claim describes (see the module docstring)."""
     while True:
-        reason: dict[int, str] = {}
-        for index, candidate in enumerate(candidates):
-            triple = candidate.triple
-            for unknown in (n for n in (triple.head, triple.tail) if is_unknown(n)):
-                others = [c.triple for c in candidates if c is not candidate]
-                if not _reaches_named(unknown, [triple, *others]):
-                    reason[index] = f"{unknown} is tied to no entity the claim names"
-                elif not any(unknown in (o.head, o.tail) for o in others):
-                    named_end = triple.tail if triple.head == unknown else triple.head
-                    if any(o.relation == triple.relation and named_end in (o.head, o.tail) and not is_unknown(o.head)
-                           and not is_unknown(o.tail) for o in others):
-                        reason[index] = f"it repeats a triple of the claim with {unknown} for the entity it names"
-                    elif not reading.indefinite:
-                        reason[index] = f"the claim describes no entity for {unknown}"
+        reason = {index: why for index, candidate in enumerate(candidates)
+                  if (why := _untied(candidate, candidates, reading))}
+        if not reason:
+            reason = _too_many_unknowns(candidates, reading)
         if not reason:
             return candidates
         grounded.left_out += [LeftOut(candidates[i].triple.text(), why) for i, why in sorted(reason.items())]
         candidates = [c for i, c in enumerate(candidates) if i not in reason]
+
+
+def _untied(candidate: _Candidate, candidates: list[_Candidate], reading: Reading) -> str:
+    """Why the candidate's unknown stands for nothing the claim describes, or why it cuts short a chain through
+    one ("" when neither)."""
+    triple = candidate.triple
+    others = [c.triple for c in candidates if c is not candidate]
+    chains = {u for c in candidates for u in (c.triple.head, c.triple.tail) if is_unknown(u) and _linked(u, candidates) > 1}
+    if not is_unknown(triple.head) and not is_unknown(triple.tail):
+        chain = next((o for o in others if o.relation == triple.relation and {o.head, o.tail} & chains
+                      and {o.head, o.tail} & {triple.head, triple.tail}), None)
+        return f"it cuts short {chain.text()}, which goes through an entity the claim only describes" if chain else ""
+    for unknown in (n for n in (triple.head, triple.tail) if is_unknown(n)):
+        if not _reaches_named(unknown, [triple, *others]):
+            return f"{unknown} is tied to no entity the claim names"
+        if unknown in chains:
+            continue
+        named_end = triple.tail if triple.head == unknown else triple.head
+        if any(o.relation == triple.relation and named_end in (o.head, o.tail) and not is_unknown(o.head)
+               and not is_unknown(o.tail) for o in others):
+            return f"it repeats a triple of the claim with {unknown} for the entity it names"
+        if candidate.strength == WEAK:
+            return f"the claim does not say '{triple.relation}' of an entity it leaves unnamed"
+        if not reading.indefinites:
+            return f"the claim describes no entity for {unknown}"
+    return ""
+
+
+def _too_many_unknowns(candidates: list[_Candidate], reading: Reading) -> dict[int, str]:
+    """The unknowns of existence triples beyond the indefinite phrases the claim has left for them ("something",
+    "a city"; each unknown of a chain takes one too), the least explicitly stated first."""
+    chains = {u for c in candidates for u in (c.triple.head, c.triple.tail) if is_unknown(u) and _linked(u, candidates) > 1}
+    single = [i for i, c in enumerate(candidates) if any(is_unknown(u) and u not in chains for u in (c.triple.head, c.triple.tail))]
+    room = max(reading.indefinites - len(chains), 0)
+    if len(single) <= room:
+        return {}
+    rank = (LABEL, STRONG, WEAK)
+    ordered = sorted(single, key=lambda i: (rank.index(candidates[i].strength), i))
+    return {i: "the claim describes fewer entities than the triples leave unnamed" for i in ordered[room:]}
+
+
+def _linked(unknown: str, candidates: list[_Candidate]) -> int:
+    return sum(unknown in (c.triple.head, c.triple.tail) for c in candidates)
 
 
 def _reaches_named(unknown: str, triples: list[PseudoTriple]) -> bool:

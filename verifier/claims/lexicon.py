@@ -25,7 +25,7 @@ LOCATED = r"\b(?:in|on|within|inside)\b"
 
 STRONG: dict[str, tuple[str, ...]] = {
     "P19": (r"\bborn\b", r"\bbirth", r"\bnative of\b", r"\bhails? from\b"),
-    "P20": (r"\bdied\b", r"\bdies\b", r"\bdeath\b", r"\bpassed away\b", r"\bdead\b"),
+    "P20": (r"\bdied?\b", r"\bdies\b", r"\bdeath\b", r"\bpassed away\b", r"\bdead\b"),
     "P509": (r"\bdied (?:of|from)\b", r"\bkilled by\b", r"\bsuccumbed to\b", r"\bcause of (?:his |her |their )?death\b",
              r"\bdeath (?:was caused by|from)\b"),
     "P119": (r"\bburied\b", r"\bburial\b", r"\binterred\b", r"\bgrave\b", r"\bresting place\b"),
@@ -95,7 +95,7 @@ STRONG: dict[str, tuple[str, ...]] = {
     "P2578": (r"\bstud(?:y|ied|ies|ying)\b",),
     "P149": (r"\bstyle\b", r"\barchitecture\b"),
     "P452": (r"\bindustry\b", r"\bsector\b", r"\boperates in\b", r"\bbusiness\b"),
-    "P466": (r"\boccup", r"\bhome (?:of|to)\b", r"\bused by\b", r"\btenant"),
+    "P466": (r"\boccupant", r"\boccupie[sd]\b", r"\boccupy", r"\bhome (?:of|to)\b", r"\bused by\b", r"\btenant"),
     "P2283": (r"\buses\b", r"\bused\b", r"\busing\b"),
     "P2176": (r"\btreat", r"\bdrug\b", r"\btherap", r"\bcured?\b", r"\bmedication\b"),
     "P780": (r"\bsymptom", r"\bsigns?\b", r"\bcauses?\b"),
@@ -130,9 +130,10 @@ STEM = 5  # letters of a label word a sentence's word must start with ("citizens
 
 @dataclass(frozen=True)
 class RelationCues:
-    strong: tuple[re.Pattern, ...]  # the label and aliases verbatim, and the strong cues
-    weak: tuple[re.Pattern, ...]
+    names: tuple[re.Pattern, ...]  # the label and aliases verbatim
     stems: tuple[str, ...]  # the label's content words, each cut to STEM letters; all present state the relation
+    strong: tuple[re.Pattern, ...]
+    weak: tuple[re.Pattern, ...]
 
 
 @cache
@@ -144,4 +145,4 @@ def cues(external_id: str, label: str, aliases: tuple[str, ...] = ()) -> Relatio
     names = tuple(rf"(?<!\w){re.escape(n.lower())}(?!\w)" for n in (label, *aliases) if n and len(n) > 2)
     words = [w for w in re.findall(r"[a-z]+", label.lower()) if w not in STOPWORDS and len(w) > 2]
     stems = tuple(w[:STEM] for w in words) if len(words) > 1 else ()  # one word alone is its label, matched above
-    return RelationCues(_compiled(names + STRONG.get(external_id, ())), _compiled(WEAK.get(external_id, ())), stems)
+    return RelationCues(_compiled(names), stems, _compiled(STRONG.get(external_id, ())), _compiled(WEAK.get(external_id, ())))
