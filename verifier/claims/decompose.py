@@ -23,14 +23,25 @@ from django.db.models.functions import Lower
 
 from verifier.agent.llm import LLM
 from verifier.claims import subgraph
-from verifier.claims.grounding import LABEL, NEGATION, STRONG, WEAK, ClaimRefused, LeftOut, Reading, ground, not_a_claim
+from verifier.claims.grounding import (
+    LABEL,
+    NEGATION,
+    STRONG,
+    WEAK,
+    ClaimRefused,
+    LeftOut,
+    Reading,
+    ground,
+    named_apart,
+    not_a_claim,
+)
 from verifier.claims.lexicon import cues
 from verifier.claims.subgraph import Named, PseudoTriple, SubgraphError
 from verifier.kg.store import PostgresKG
 from verifier.memory import encoder
 from verifier.models import Entity, KnowledgeGraph, Relation
 
-MAX_SPAN_WORDS = 6
+MAX_SPAN_WORDS = 16  # the longest names of CoDEx run to 13 words
 MAX_TOKENS = 160
 RELATIONS_OFFERED = 6
 SIMILAR_ALSO_OFFERED = 2
@@ -64,23 +75,29 @@ def spans(text: str, longest: int = MAX_SPAN_WORDS) -> set[str]:
 
 def mentioned_entities(kg: KnowledgeGraph, text: str) -> list[Named]:
     """The KG entities whose label or alias is a word span of ``text``, longest names first (a label shared by
-    several entities keeps the best-connected one)."""
+    several entities keeps the best-connected one; verifier/claims/grounding.named_apart drops those named only
+    inside a longer name or by words that are another entity's label)."""
     found = spans(text)
     rows = (Entity.objects.filter(kg=kg).annotate(lowered=Lower("label")).filter(lowered__in=found)
             .order_by("-degree", "id").values_list("id", "external_id", "label"))
     # Aliases of three letters or fewer ("UK", "US") match only as written: "in" or "us" are words, not states.
-    acronyms = [w for w in _WORD.findall(text) if 2 <= len(w) <= 3 and w.isupper()]
+    acronyms = [w for w in (w.strip(".'’") for w in _WORD.findall(text)) if 2 <= len(w) <= 3 and w.isupper()]
     alias_hit = RawSQL("EXISTS (SELECT 1 FROM unnest(aliases) a WHERE (length(a) > 3 AND lower(a) = ANY(%s)) OR a = ANY(%s))",
                        [[s for s in found if len(s) > 3], acronyms])
     by_alias = (Entity.objects.filter(kg=kg).alias(hit=alias_hit).filter(hit=True)
                 .order_by("-degree", "id").values_list("id", "external_id", "label", "aliases"))
     named: dict[str, Named] = {}
+    written: dict[int, list[str]] = {}
     for pk, external_id, label in rows:
         named.setdefault(label.lower(), Named(pk, external_id, label))
     for pk, external_id, label, aliases in by_alias:
         if any((len(a) > 3 and a.lower() in found) or a in acronyms for a in aliases):
             named.setdefault(label.lower(), Named(pk, external_id, label))
-    return sorted(named.values(), key=lambda n: (-len(n.label), n.label))
+            written[pk] = [label, *aliases]
+    for entity in named.values():
+        written.setdefault(entity.pk, [entity.label])
+    apart = named_apart(text, {n.pk: written[n.pk] for n in named.values()})
+    return sorted((n for n in named.values() if n.pk in apart), key=lambda n: (-len(n.label), n.label))
 
 
 def _relations(kg: KnowledgeGraph) -> dict[str, tuple[Named, str]]:

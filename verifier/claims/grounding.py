@@ -39,6 +39,7 @@ from verifier.models import Entity, KnowledgeGraph, Relation, Triple
 MIN_WORDS = 3
 MASK = "§"
 LABEL, STRONG, WEAK = "label", "strong", "weak"  # how a claim states a relation, most explicit first
+UNSTATED = "the claim does not say"
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)  # a word of two letters or more
 NEGATION = re.compile(r"\b(?:no longer|not(?! only)|never|neither|nor|none|no)\b|n't\b")
 # What an unknown of an existence claim stands for: an indefinite phrase the claim does not name.
@@ -125,6 +126,14 @@ class Reading:
     def named(self, pk: int) -> bool:
         return bool(self.spans.get(pk))
 
+    def placed(self, positions: list[int], head: int | None, tail: int | None) -> bool:
+        """Whether a weak cue can link the triple's entities where it is: between their names, or after the named
+        subject / before the named object of a triple whose other end the claim leaves unnamed."""
+        heads, tails = self.spans.get(head, []) if head else [], self.spans.get(tail, []) if tail else []
+        if heads and tails:
+            return any(min(b, d) <= p < max(a, c) for a, b in heads for c, d in tails for p in positions)
+        return any(p >= b for _, b in heads for p in positions) or any(p < a for a, _ in tails for p in positions)
+
     def apart(self, first: int, second: int) -> bool:
         """Whether two entities are named by different words of the claim (one name may stand for two entities)."""
         return any(b <= c or d <= a for a, b in self.spans.get(first, []) for c, d in self.spans.get(second, []))
@@ -143,6 +152,22 @@ class Reading:
             if found:
                 return strength, sorted(found)
         return "", []
+
+
+def named_apart(text: str, names: dict[int, list[str]]) -> set[int]:
+    """The entities of ``names`` (entity → label first, then aliases) the claim names on words of their own: not
+    only inside a longer name ("Russian" in "Russian Empire"), and not only on words that are another entity's
+    label when they are merely this one's alias ("Cambridge" names the city, not the university called so too)."""
+    reading = Reading(text, names)
+    labelled = {span for pk, written in names.items() if written and (p := _name_pattern(written[0])) is not None
+                for span in (m.span() for m in p.finditer(text)) if span in reading.spans[pk]}
+    kept = set()
+    for pk, spans in reading.spans.items():
+        label = _name_pattern(names[pk][0]) if names[pk] else None
+        own_label = {m.span() for m in label.finditer(text)} if label is not None else set()
+        if any(span in own_label or span not in labelled for span in spans):
+            kept.add(pk)
+    return kept
 
 
 class _Fit:
@@ -185,24 +210,36 @@ def ground(kg: KnowledgeGraph, text: str, triples: list[PseudoTriple], entities:
     table = _relations(kg)
     fit = _Fit(used)
     grounded = Grounded([], dict(relations))
+    found: dict[int, _Candidate] = {}
+    reasons: dict[int, str] = {}
+    for index, triple in enumerate(triples):
+        checked = _checked(triple, reading, entities, relations, table, fit)
+        if isinstance(checked, _Candidate):
+            found[index] = checked
+        else:
+            reasons[index] = checked
+    # A triple of two named entities whose relation the claim does not state is read with the one it does state
+    # between them, unless a triple the model wrote as stated already uses that relation's words.
+    direct = list(found.values())
+    for index, reason in list(reasons.items()):
+        triple = triples[index]
+        if not reason.startswith(UNSTATED) or triple.head not in entities or triple.tail not in entities:
+            continue
+        reread = _reread(triple, reading, entities, grounded.relations, table, fit)
+        if reread is None or any(c.triple.relation == reread.triple.relation and {c.triple.head, c.triple.tail}
+                                 & {reread.triple.head, reread.triple.tail} for c in direct):
+            continue
+        found[index] = reread
+        reasons[index] = f"{UNSTATED} '{triple.relation}'; read as {replace(reread.triple, negated=False).text()}"
     candidates: list[_Candidate] = []
-    for triple in triples:
-        checked = _checked(triple, reading, entities, grounded.relations, table, fit)
-        if isinstance(checked, str):
-            grounded.left_out.append(LeftOut(triple.text(), checked))
+    for index in sorted(found):
+        candidate = found[index]
+        if any(c.triple.relation == candidate.triple.relation
+               and {c.triple.head, c.triple.tail} == {candidate.triple.head, candidate.triple.tail} for c in candidates):
+            reasons[index] = "the same triple again" if index not in reasons else reasons[index].split(";")[0]
             continue
-        if checked.triple != triple and checked.triple.relation != triple.relation:
-            grounded.left_out.append(LeftOut(triple.text(), f"the claim does not say '{triple.relation}'; read as "
-                                                            f"{replace(checked.triple, negated=False).text()}"))
-        if any(c.triple.relation == checked.triple.relation and {c.triple.head, c.triple.tail} == {checked.triple.head,
-                                                                                                 checked.triple.tail}
-               for c in candidates):
-            if checked.triple.relation == triple.relation:
-                grounded.left_out.append(LeftOut(triple.text(), "the same triple again"))
-            else:
-                grounded.left_out[-1] = LeftOut(triple.text(), f"the claim does not say '{triple.relation}'")
-            continue
-        candidates.append(checked)
+        candidates.append(candidate)
+    grounded.left_out = [LeftOut(triples[index].text(), reason) for index, reason in sorted(reasons.items())]
     candidates = _tied(candidates, reading, grounded)
     grounded.triples = _with_polarity(candidates, reading)
     return grounded
@@ -210,8 +247,8 @@ def ground(kg: KnowledgeGraph, text: str, triples: list[PseudoTriple], entities:
 
 def _checked(triple: PseudoTriple, reading: Reading, entities: dict[str, Named], relations: dict[str, Named],
              table: dict[int, tuple[Named, RelationCues]], fit: _Fit) -> _Candidate | str:
-    """The triple as the claim states it (turned around, or re-read with the relation the claim states), or why
-    it is left out."""
+    """The triple as the claim states it (turned around where only that fits), or why it is left out (starting
+    with UNSTATED when only its relation is wrong: ``_reread`` may find the one the claim states)."""
     for name in (triple.head, triple.tail):
         if not is_unknown(name) and not reading.named(entities[name].pk):
             return f"'{name}' is not named in the claim"
@@ -224,6 +261,8 @@ def _checked(triple: PseudoTriple, reading: Reading, entities: dict[str, Named],
     relation, relation_cues = table[relations[triple.relation].pk]
     head, tail = entities.get(triple.head), entities.get(triple.tail)
     strength, positions = reading.stated(relation_cues, tuple(e.pk for e in (head, tail) if e is not None))
+    if strength == WEAK and not reading.placed(positions, head and head.pk, tail and tail.pk):
+        strength = ""
     if head is None or tail is None:  # an unknown end: the named one must fit where the cue is weak
         named, side = (head, "head") if head is not None else (tail, "tail")
         if strength in (LABEL, STRONG) or (strength == WEAK and (named is None or fit(relation.pk, named.pk, side))):
@@ -233,9 +272,9 @@ def _checked(triple: PseudoTriple, reading: Reading, entities: dict[str, Named],
         if strength and fit(relation.pk, h.pk, "head") and fit(relation.pk, t.pk, "tail"):
             found = PseudoTriple(triple.tail, triple.relation, triple.head, triple.negated) if turned else triple
             return _Candidate(found, strength, positions + _object_positions(found, reading, entities))
-    return _reread(triple, reading, entities, relations, table, fit) or (
-        f"the claim does not say '{triple.relation}'" if not strength
-        else f"'{head.label}' and '{tail.label}' are not what '{triple.relation}' links in the KG")
+    if not strength:
+        return f"{UNSTATED} '{triple.relation}'"
+    return f"{UNSTATED} '{triple.relation}' of them: '{head.label}' and '{tail.label}' are not what it links in the KG"
 
 
 def _object_positions(triple: PseudoTriple, reading: Reading, entities: dict[str, Named]) -> list[int]:
@@ -250,7 +289,7 @@ def _reread(triple: PseudoTriple, reading: Reading, entities: dict[str, Named], 
     found: dict[str, list[tuple[Named, bool, list[int]]]] = defaultdict(list)
     for relation, relation_cues in table.values():
         strength, positions = reading.stated(relation_cues, (head.pk, tail.pk))
-        if not strength:
+        if not strength or (strength == WEAK and not reading.placed(positions, head.pk, tail.pk)):
             continue
         for h, t, turned in ((head, tail, False), (tail, head, True)):
             if fit(relation.pk, h.pk, "head") and fit(relation.pk, t.pk, "tail"):
