@@ -16,7 +16,8 @@ stored. A kept part matches an expected one when head, relation and tail match (
 same position; a symmetric relation — spouse, sibling, partner, shared border, diplomatic relation — either way round)
 and so does the denial; each expected part is matched once. Printed per subset and overall: precision (matched /
 kept), recall (matched / expected), the same without the denial, the claims whose parts are exactly the expected
-ones, the expected-empty claims refused, and the seconds per claim. It asserts nothing.
+ones, the expected-empty claims refused, and the seconds per claim. With ``--out`` each claim's outcome and the
+model's reply are appended as it is done, and a stopped run resumes there. It asserts nothing.
 """
 
 from __future__ import annotations
@@ -68,19 +69,20 @@ def matched(kept: list[list], expected: list[list], *, polarity: bool = True) ->
     return count
 
 
-def kept_parts(kg: KnowledgeGraph, text: str, llm) -> tuple[list[list], str, list[dict]]:
-    """The parts the product keeps for ``text`` as KG ids, how it ended (kept / refused / failed) and what was left out."""
+def kept_parts(kg: KnowledgeGraph, text: str, llm) -> dict:
+    """What the product makes of ``text``: the parts it keeps as KG ids, how it ended (kept / refused / failed), what
+    the model wrote and what was left out."""
     try:
         decomposition = decompose(kg, text, llm)
     except ClaimRefused as refusal:
-        return [], f"refused: {refusal}", []
+        return {"kept": [], "ended": f"refused: {refusal}", "written": "", "left_out": []}
     except SubgraphError as error:
-        return [], f"failed: {error}", []
+        return {"kept": [], "ended": f"failed: {error}", "written": "", "left_out": []}
     ids = lambda name: name if is_unknown(name) else decomposition.entities[name].external_id  # noqa: E731
     parts = [[ids(t.head), decomposition.relations[t.relation].external_id, ids(t.tail), t.negated]
              for t in decomposition.triples]
-    left_out = [item.as_dict() for item in decomposition.left_out]
-    return parts, "kept" if parts else "refused: nothing the model wrote is stated by the claim", left_out
+    return {"kept": parts, "ended": "kept" if parts else "refused: nothing the model wrote is stated by the claim",
+            "written": decomposition.written, "left_out": [item.as_dict() for item in decomposition.left_out]}
 
 
 def figures(rows: list[dict]) -> dict:
@@ -104,31 +106,39 @@ def main() -> None:
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--subset", choices=("generated", "written"))
     parser.add_argument("--limit", type=int, help="the first N claims (of the subset)")
-    parser.add_argument("--out", type=Path, help="write each claim's kept, expected and left-out parts here (JSON Lines)")
+    parser.add_argument("--out", type=Path, help="append each claim's kept, expected and left-out parts and the model's "
+                                                 "reply here (JSON Lines); the claims already there are not asked again")
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.filter(name=args.kg, version__gt=0).first()
     if kg is None:
         sys.exit(f"the KG {args.kg!r} is not loaded: manage.py load_kg {args.kg} --no-kge")
     items = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
     items = [i for i in items if args.subset in (None, i["subset"])][:args.limit]
+    done = {}
+    if args.out and args.out.exists():  # a stopped run resumes: the claims already in --out are not asked again
+        done = {(r["subset"], r["claim"]): r for r in map(json.loads, args.out.read_text(encoding="utf-8").splitlines())}
+    elif args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
     provide_local_llm()  # no LLM_BASE_URL: the embedded model, stopped when this script ends
     llm = build_llm()
     rows = []
     started = time.perf_counter()
     for number, item in enumerate(items, start=1):
-        began = time.perf_counter()
-        kept, ended, left_out = kept_parts(kg, item["claim"], llm)
-        row = {"claim": item["claim"], "subset": item["subset"], "category": item.get("category", ""), "ended": ended,
-               "kept": kept, "expected": item["parts"], "left_out": left_out,
-               "matched": matched(kept, item["parts"]), "matched_any_polarity": matched(kept, item["parts"], polarity=False),
-               "seconds": time.perf_counter() - began}
+        row = done.get((item["subset"], item["claim"]))
+        if row is None:
+            began = time.perf_counter()
+            row = {"claim": item["claim"], "subset": item["subset"], "category": item.get("category", ""),
+                   "expected": item["parts"], "model": os.environ.get("LLM_MODEL", ""),
+                   **kept_parts(kg, item["claim"], llm), "seconds": time.perf_counter() - began}
+            row["matched"] = matched(row["kept"], item["parts"])
+            row["matched_any_polarity"] = matched(row["kept"], item["parts"], polarity=False)
+            if args.out:
+                with args.out.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         rows.append(row)
-        mark = "ok " if row["matched"] == len(kept) == len(item["parts"]) else "-- "
-        print(f"{number:3}/{len(items)} {mark}{row['seconds']:5.1f}s {item['claim'][:70]}  kept {kept}  {ended[:60]}",
-              flush=True)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        mark = "ok " if row["matched"] == len(row["kept"]) == len(item["parts"]) else "-- "
+        print(f"{number:3}/{len(items)} {mark}{row['seconds']:5.1f}s {item['claim'][:70]}  kept {row['kept']}  "
+              f"{row['ended'][:60]}", flush=True)
     by_subset = defaultdict(list)
     for row in rows:
         by_subset[row["subset"]].append(row)

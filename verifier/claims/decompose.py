@@ -116,7 +116,8 @@ def offered_relations(kg: KnowledgeGraph, claim: str, limit: int = RELATIONS_OFF
     reading = Reading(claim, names)
     rows = list(Relation.objects.filter(kg=kg).order_by("label", "id").values_list("label", "external_id", "aliases",
                                                                                     "embedding"))
-    strength = {(label or ext): reading.stated(cues(ext, label or ext, tuple(aliases)), tuple(names))[0]
+    strength = {(label or ext): next((kind for kind, _ in reading.stated(cues(ext, label or ext, tuple(aliases)),
+                                                                          tuple(names))), "")
                 for label, ext, aliases, _ in rows}
     stated = [name for kind in (LABEL, STRONG, WEAK) for name, found in strength.items() if found == kind]
     embedded = [(label or ext, vector) for label, ext, _, vector in rows if vector is not None and (label or ext) not in stated]

@@ -4,20 +4,22 @@ A small model asked for a claim's triples adds some the claim never makes ("Doug
 also became "Douglas Adams || country of origin || unknown_1"), and a part the claim does not state must never
 decide its verdict. So a triple is kept only when
 
-- every entity it names is named in the claim (its label or an alias, as verifier/claims/decompose.py finds
-  them), and it does not link an entity to itself;
-- the claim states its relation (verifier/claims/lexicon.py: the label, the label's words, a cue; a *weak* cue
-  such as the copula of "X is a singer" only when both entities are of the kinds the relation links in the KG);
+- every entity it names is named in the claim on words of its own (its label or an alias; not only inside a
+  longer name), two entities on different words, and it does not link an entity to itself;
+- the claim states its relation (verifier/claims/lexicon.py: the label, the label's words, a cue), its own
+  names masked; a *weak* cue, such as the copula of "X is a singer", only where it stands between the entities;
 - with two named entities, they are of the kinds the relation links (each side shares a type with an entity on
   that side of one of the relation's KG triples), written the way round that fits;
-- each ``unknown_i`` is tied through kept triples to an entity the claim names, and an unknown in a single triple
-  (an existence claim) has an indefinite phrase of the claim to stand for ("a city", "something", "has children")
-  and does not repeat a triple that names the entity.
+- each ``unknown_i`` is tied through kept triples to an entity the claim names. An unknown in a single triple (an
+  existence claim) needs its relation stated more than weakly and an indefinite phrase of the claim to stand for
+  ("a city", "something", "has children"; each unknown of a chain takes one too), and must not repeat a triple
+  that names the entity; a named triple must not cut short a chain through an unknown with the same relation.
 
 A triple whose two entities are named but whose relation the claim does not state is read with the one relation
-the claim does state between them, if there is exactly one ("Paul McCartney is not a singer" written with
-"member of sports team" is read as occupation); otherwise it is left out. Every triple left out is kept with the
-reason, for the claim's page.
+the claim does state between them, if there is exactly one and no triple the model wrote as stated already uses
+it for one of them ("Paul McCartney is not a singer" written with "member of sports team" is read as
+occupation); otherwise it is left out. A second triple of the same relation and pair is left out. Every triple
+left out is kept with the reason, for the claim's page.
 
 Whether a triple is denied is read from the sentence, not taken from the model: each negation ("not", "never",
 "no longer", "n't", "no", "neither", "nor") denies the triple whose relation cue or named object follows it most
@@ -40,6 +42,9 @@ MIN_WORDS = 3
 MASK = "§"
 LABEL, STRONG, WEAK = "label", "strong", "weak"  # how a claim states a relation, most explicit first
 UNSTATED = "the claim does not say"
+# Where a clause ends: a semicolon, colon, bracket or dash, a comma before a conjunction or relative pronoun, "but".
+CLAUSE_BREAK = re.compile(r"[;:()\u2013\u2014]|,\s*(?:and|but|while|although|though|whereas|yet|who|which|whose|where|when)\b"
+                          r"|\bbut\b")
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)  # a word of two letters or more
 NEGATION = re.compile(r"\b(?:no longer|not(?! only)|never|neither|nor|none|no)\b|n't\b")
 # What an unknown of an existence claim stands for: an indefinite phrase the claim does not name.
@@ -101,7 +106,7 @@ def _name_pattern(name: str) -> re.Pattern | None:
 
 class Reading:
     """The claim as the checks read it: where each entity is named (``names``: entity → its label and aliases),
-    its negations and whether it has an indefinite phrase (every name masked), and the words a relation is read
+    its negations and how many indefinite phrases it has (every name masked), and the words a relation is read
     from (names of two words or more masked, negations blanked)."""
 
     def __init__(self, text: str, names: dict[int, list[str]]):
@@ -118,6 +123,7 @@ class Reading:
         self.found = found
         every_name = _masked(_lowered(text), [span for spans in found.values() for span in spans])
         self.negations = [m.start() for m in NEGATION.finditer(every_name)]
+        self.breaks = [m.start() for m in CLAUSE_BREAK.finditer(every_name)]
         self.indefinites = len(INDEFINITE.findall(every_name))
         # The words a relation is read from: names of two words or more masked, the negations blanked.
         longer = [span for spans in found.values() for span in spans if " " in text[span[0]:span[1]].strip()]
@@ -126,23 +132,32 @@ class Reading:
     def named(self, pk: int) -> bool:
         return bool(self.spans.get(pk))
 
-    def placed(self, positions: list[int], head: int | None, tail: int | None) -> bool:
-        """Whether a weak cue can link the triple's entities where it is: between their names, or after the named
-        subject / before the named object of a triple whose other end the claim leaves unnamed."""
+    def placed(self, positions: list[int], head: int | None, tail: int | None, *, weak: bool) -> bool:
+        """Whether a relation's cue at ``positions`` can link the triple's entities where it stands: in the clause
+        of the named object (of the named end, when the other is left unnamed) — for a weak cue also between the
+        closest of the two names, or after the named subject / before the named object."""
         heads, tails = self.spans.get(head, []) if head else [], self.spans.get(tail, []) if tail else []
         if heads and tails:
-            return any(min(b, d) <= p < max(a, c) for a, b in heads for c, d in tails for p in positions)
-        return any(p >= b for _, b in heads for p in positions) or any(p < a for a, _ in tails for p in positions)
+            gap = min(max(a, c) - min(b, d) for a, b in heads for c, d in tails)
+            closest = [(h, t) for h in heads for t in tails if max(h[0], t[0]) - min(h[1], t[1]) == gap]
+            return any(self._clause(p) == self._clause(c) and (not weak or min(b, d) <= p < max(a, c))
+                       for (a, b), (c, d) in closest for p in positions)
+        return (any(self._clause(p) == self._clause(a) and (not weak or p >= b) for a, b in heads for p in positions)
+                or any(self._clause(p) == self._clause(a) and (not weak or p < a) for a, _ in tails for p in positions))
+
+    def _clause(self, position: int) -> int:
+        return sum(b < position for b in self.breaks)
 
     def apart(self, first: int, second: int) -> bool:
         """Whether two entities are named by different words of the claim (one name may stand for two entities)."""
         return any(b <= c or d <= a for a, b in self.spans.get(first, []) for c, d in self.spans.get(second, []))
 
-    def stated(self, relation_cues: RelationCues, ends: tuple[int, ...] = ()) -> tuple[str, list[int]]:
+    def stated(self, relation_cues: RelationCues, ends: tuple[int, ...] = ()) -> list[tuple[str, list[int]]]:
         """How the claim states a relation — LABEL (its label, an alias or all its label's words), STRONG, WEAK
-        (verifier/claims/lexicon.py) or "" — and where, the names of the triple's own entities ``ends`` masked
-        too (a name is no cue for the triple it is in: "author" is no author here)."""
+        (verifier/claims/lexicon.py), most explicit first, each with where — the names of the triple's own
+        entities ``ends`` masked too (a name is no cue for the triple it is in: "author" is no author here)."""
         words = _masked(self.words, [span for pk in ends for span in self.found.get(pk, [])]) if ends else self.words
+        stated = []
         for strength, patterns in ((LABEL, relation_cues.names), (STRONG, relation_cues.strong), (WEAK, relation_cues.weak)):
             found = [p for pattern in patterns for m in pattern.finditer(words) for p in (m.start(), m.end() - 1)]
             if strength == LABEL and relation_cues.stems:
@@ -150,8 +165,15 @@ class Reading:
                 if all(starts):
                     found += [p for positions in starts for p in positions]
             if found:
-                return strength, sorted(found)
-        return "", []
+                stated.append((strength, sorted(found)))
+        return stated
+
+    def states(self, relation_cues: RelationCues, head: int | None, tail: int | None) -> tuple[str, list[int]]:
+        """How explicitly the claim states a relation between a triple's entities (None: left unnamed) with a cue
+        that stands where it can link them (``placed``), and where: ("", []) when it does not."""
+        ends = tuple(pk for pk in (head, tail) if pk is not None)
+        return next(((strength, positions) for strength, positions in self.stated(relation_cues, ends)
+                     if self.placed(positions, head, tail, weak=strength == WEAK)), ("", []))
 
 
 def named_apart(text: str, names: dict[int, list[str]]) -> set[int]:
@@ -260,9 +282,7 @@ def _checked(triple: PseudoTriple, reading: Reading, entities: dict[str, Named],
         return f"'{triple.head}' and '{triple.tail}' are the same words of the claim"
     relation, relation_cues = table[relations[triple.relation].pk]
     head, tail = entities.get(triple.head), entities.get(triple.tail)
-    strength, positions = reading.stated(relation_cues, tuple(e.pk for e in (head, tail) if e is not None))
-    if strength == WEAK and not reading.placed(positions, head and head.pk, tail and tail.pk):
-        strength = ""
+    strength, positions = reading.states(relation_cues, head and head.pk, tail and tail.pk)
     if head is None or tail is None:  # an unknown end: the named one must fit where the cue is weak
         named, side = (head, "head") if head is not None else (tail, "tail")
         if strength in (LABEL, STRONG) or (strength == WEAK and (named is None or fit(relation.pk, named.pk, side))):
@@ -288,8 +308,8 @@ def _reread(triple: PseudoTriple, reading: Reading, entities: dict[str, Named], 
     head, tail = entities[triple.head], entities[triple.tail]
     found: dict[str, list[tuple[Named, bool, list[int]]]] = defaultdict(list)
     for relation, relation_cues in table.values():
-        strength, positions = reading.stated(relation_cues, (head.pk, tail.pk))
-        if not strength or (strength == WEAK and not reading.placed(positions, head.pk, tail.pk)):
+        strength, positions = reading.states(relation_cues, head.pk, tail.pk)
+        if not strength:
             continue
         for h, t, turned in ((head, tail, False), (tail, head, True)):
             if fit(relation.pk, h.pk, "head") and fit(relation.pk, t.pk, "tail"):
