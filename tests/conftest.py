@@ -10,7 +10,7 @@ from django.conf import settings
 
 from tests.live_server import daphne_server, server_url  # noqa: E402,F401  (fixtures shared by the test tree)
 from tests.users import make_user  # noqa: E402,F401
-from tests.world import codex_like, shipped_weighing, weighed_by_every_kg, world, world_kg  # noqa: E402,F401
+from tests.world import claims_kg, codex_like, shipped_weighing, weighed_by_every_kg, world, world_kg  # noqa: E402,F401
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 

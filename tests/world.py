@@ -65,6 +65,48 @@ def world(world_kg):
     return ToolContext(kg=PostgresKG(world_kg), corpus=PostgresCorpus(world_kg), query=query)
 
 
+CLAIM_ENTITIES = [
+    *ENTITIES,
+    EntityRecord("Q2599", "Paul McCartney", "English musician", ["James Paul McCartney"], ["Q5"]),
+    EntityRecord("Q177220", "singer", "person who sings", [], ["Q28640"]),
+    EntityRecord("Q6625963", "novelist", "writer of novels", [], ["Q28640"]),
+    EntityRecord("Q463303", "American Academy of Arts and Sciences", "learned society", [], ["Q955824"]),
+    EntityRecord("Q16", "Canada", "country in North America", [], ["Q6256"]),
+    EntityRecord("Q24826", "Liverpool", "city in Merseyside, England", [], ["Q515"]),
+    EntityRecord("Q1299", "The Beatles", "English rock band", ["Beatles"], ["Q215380"]),
+]
+CLAIM_RELATIONS = [
+    *RELATIONS,
+    RelationRecord("P106", "occupation", "occupation of a person"),
+    RelationRecord("P463", "member of", "organization, musical group, or club to which the subject belongs"),
+    RelationRecord("P54", "member of sports team", "sports teams or clubs that the subject represents"),
+    RelationRecord("P102", "member of political party", "the political party of which this politician is a member"),
+    RelationRecord("P495", "country of origin", "country of origin of this item (creative work, food, product)"),
+]
+CLAIM_TRIPLES = [
+    *TRIPLES,
+    ("Q2599", "P106", "Q177220"),
+    ("Q42", "P106", "Q6625963"),
+    ("Q2599", "P19", "Q24826"),
+    ("Q2599", "P27", "Q145"),
+    ("Q2599", "P463", "Q1299"),
+    ("Q24826", "P17", "Q145"),
+    ("Q3107329", "P495", "Q145"),
+]
+CLAIM_TYPES = [TypeRecord("Q5", "human"), TypeRecord("Q6256", "country"), TypeRecord("Q515", "city"),
+               TypeRecord("Q28640", "profession"), TypeRecord("Q955824", "learned society"), TypeRecord("Q215380", "band")]
+
+
+@pytest.fixture
+def claims_kg(db):
+    """The world KG with what claims about people and their occupations need: Paul McCartney, singer, occupation,
+    and the relations and entities a small model reached for when it invented triples (country of origin, member of
+    sports team, member of political party, the American Academy of Arts and Sciences, Canada)."""
+    source = KGSource("claims-world", "Claims world", "", triples=lambda: iter(CLAIM_TRIPLES), entities=CLAIM_ENTITIES,
+                      relations=CLAIM_RELATIONS, passages=PASSAGES, types=CLAIM_TYPES)
+    return load_source(source).kg
+
+
 CODEX_POSITIVES = "Q830149\tP17\tQ145\nQ350\tP131\tQ145\n"
 CODEX_NEGATIVES = "Q90\tP17\tQ145\nQ25\tP131\tQ350\n"
 

@@ -1,19 +1,90 @@
 """A curator pastes a claim in plain language and follows it in a real browser: the worker writes it as triples of
-the graph (the scripted model), the part's run streams, the claim's verdict appears without a reload; a viewer reads
-it without the form; a reviewer's override of the part turns the claim's verdict, and a decision on the whole claim
-stands over its parts."""
+the graph (the scripted model, as over-eager as the embedded 1.5B model: it adds triples the claim does not state),
+only the triples the claim states become parts, each part's run streams, the claim's verdict appears without a
+reload once every part is settled; a denial is verified as the claim states it; text that is no claim is refused; a
+viewer reads claims without the form; a reviewer's override of the part turns the claim's verdict, and a decision on
+the whole claim stands over its parts."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
 from tests.browser.conftest import sign_in
 from tests.browser.test_workbench import shoot
 from tests.users import PASSWORD
-from verifier.models import Claim, Run
+from verifier.models import Claim, Run, VerificationTask
 from verifier.services import review_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _submit(page, kg, text: str) -> Claim:
+    page.goto("/claims/")
+    page.select_option("#claim-form select[name=kg]", label=kg.name)
+    page.fill("#claim-form textarea[name=claims]", text)
+    page.click("#claim-form button[type=submit]")
+    page.wait_for_url("**/claims/*/")
+    return Claim.objects.get(text=text)
+
+
+def _parts(claim: Claim) -> list[tuple[str, str, str, bool]]:
+    return [(p.head.external_id, p.relation.external_id, p.tail.external_id, p.negated)
+            for p in claim.parts.select_related("head", "relation", "tail")]
+
+
+def test_a_claim_is_its_one_stated_triple_and_its_verdict_waits_for_that_part(browser_context, claims_kg, make_user,
+                                                                               scripted_model):
+    make_user("curator", username="cora")
+    page = sign_in(browser_context, "cora", PASSWORD)
+    hold = scripted_model.investigator.hold = threading.Event()  # the part's run stays in flight until released
+    try:
+        claim = _submit(page, claims_kg, "Douglas Adams was born in Cambridge.")
+        page.wait_for_selector("#claim-parts td a:has-text('running')", timeout=150_000)  # after its KG's model
+        # The model also wrote "Douglas Adams || country of origin || unknown_1": left out, never resolved nor run.
+        assert page.locator("#claim-parts tbody tr").count() == 1
+        assert "Douglas Adams || country of origin || unknown_1 — the claim does not say 'country of origin'" in \
+            page.inner_text("#claim-left-out")
+        assert _parts(claim) == [("Q42", "P19", "Q350", False)] and claim.resolution == {}
+        assert VerificationTask.objects.filter(kg=claims_kg).count() == 1
+        # Its one part is in flight: the claim has no verdict yet, whatever else the model wrote.
+        assert page.get_attribute("#claim-verdict", "data-verdict") == "open"
+        assert "Not every part has a verdict yet" in page.inner_text("#claim-justification")
+        assert not Run.objects.get(task=claim.parts.get().task).is_finished
+    finally:
+        hold.set()
+        scripted_model.investigator.hold = None
+    page.wait_for_selector("#claim-verdict[data-verdict=supported]", timeout=60_000)
+    assert page.inner_text("#claim-justification").startswith(
+        "Every part holds as the claim says: Douglas Adams || place of birth || Cambridge: Correct")
+
+
+def test_a_denial_is_verified_as_the_claim_states_it_and_text_that_is_no_claim_is_refused(browser_context, claims_kg,
+                                                                                          make_user, scripted_model):
+    make_user("curator", username="cora")
+    page = sign_in(browser_context, "cora", PASSWORD)
+    claim = _submit(page, claims_kg, "Paul McCartney is not a singer.")
+    page.wait_for_selector("#claim-verdict[data-verdict=refuted]", timeout=150_000)  # he is one: the run says Correct
+    # Written as "NOT … member of sports team || singer" and "… member of political party || American Academy …":
+    # the first is read with the relation the claim states, the second left out.
+    assert _parts(claim) == [("Q2599", "P106", "Q177220", True)]
+    row = page.inner_text("#claim-parts tbody tr")
+    assert "Paul McCartney" in row and "not occupation" in row and "singer" in row
+    left_out = page.inner_text("#claim-left-out")
+    assert "read as Paul McCartney || occupation || singer" in left_out
+    assert "'American Academy of Arts and Sciences' is not named in the claim" in left_out
+    assert page.inner_text("#claim-justification").startswith(
+        "A part does not hold as the claim says: NOT Paul McCartney || occupation || singer: Correct")
+
+    asked = len(scripted_model.requests)
+    refused = _submit(page, claims_kg, "x")
+    page.wait_for_selector("#claim-verdict[data-status=refused]", timeout=30_000)
+    assert page.inner_text("#claim-refusal").startswith("Not a claim: a claim is a sentence stating something")
+    assert page.locator("#claim-parts").count() == 0 and not refused.parts.exists()
+    assert not any("Claim: x" in r.prompt for r in scripted_model.requests[asked:])  # refused before the model is asked
+    page.goto("/claims/")
+    assert page.inner_text(f"#claims tr[data-claim='{refused.pk}'] td[data-field=verdict]").strip() == "Refused"
 
 
 def test_a_curator_submits_a_claim_and_watches_it_verified(browser_context, world_kg, make_user):

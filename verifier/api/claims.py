@@ -61,7 +61,8 @@ class ClaimReviewSerializer(serializers.ModelSerializer):
 
 class ClaimSerializer(serializers.ModelSerializer):
     verdict = serializers.SerializerMethodField(
-        help_text="supported, refuted or open: a reviewer's decision on the claim, else from the parts' verdicts")
+        help_text="supported, refuted, not_enough_evidence or open: a reviewer's decision on the claim, else from the "
+                  "parts' verdicts; refused for a claim the KG cannot check (``error`` says why)")
     verdict_from_parts = serializers.SerializerMethodField(help_text="the verdict the parts give, whatever a reviewer decided")
     decided_by = serializers.SerializerMethodField(help_text="the reviewer whose decision on the claim stands, or empty")
     reviews = ClaimReviewSerializer(many=True, read_only=True)
@@ -72,7 +73,7 @@ class ClaimSerializer(serializers.ModelSerializer):
     class Meta:
         model = Claim
         fields = ["id", "kg", "text", "status", "error", "category", "expected_label", "source", "model", "written",
-                  "resolution", "parts", "verdict", "verdict_from_parts", "decided_by", "confidence", "justification",
+                  "left_out", "resolution", "parts", "verdict", "verdict_from_parts", "decided_by", "confidence", "justification",
                   "reviews", "created_at"]
         read_only_fields = fields
 

@@ -8,7 +8,8 @@ line, so a stopped evaluation resumes where it was (a decomposed claim is not de
 standing verdict is not run again). ``zero-shot`` asks the same model about the whole claim in one call, the
 baseline the pipeline must beat.
 
-Figures: accuracy per category and overall (an open or failed claim counts as wrong) with a Wilson 95%
+Figures: accuracy per category and overall (an open, failed or refused claim, or one the evidence does not settle,
+counts as wrong) with a Wilson 95%
 interval, and entity recall: the share of claims whose every named entity (per the benchmark) is in the
 pseudo-subgraph. Every entity of a pseudo-subgraph is a KG entity by construction (the grammar, or the check and
 repair round); a claim whose model reply never became one counts as failed.
@@ -59,7 +60,7 @@ class ClaimResult:
     line: int
     category: str
     label: bool
-    predicted: str  # supported / refuted / open / failed
+    predicted: str  # supported / refuted / not_enough_evidence / open / failed / refused
     confidence: float | None
     gold_found: bool | None  # every entity the benchmark names is in the pseudo-subgraph (None: none named)
     seconds: float
@@ -102,8 +103,8 @@ def _decomposed(kg, path, item, llm) -> tuple[Claim, float]:
 
 def _verified(claim: Claim, item: BenchmarkClaim, llm, config, spent: float) -> ClaimResult:
     started = time.perf_counter() - spent
-    if claim.status == Claim.Status.FAILED:
-        return ClaimResult(item.line, item.category, item.label, "failed", None, False if item.entities else None,
+    if claim.status in (Claim.Status.FAILED, Claim.Status.REFUSED):
+        return ClaimResult(item.line, item.category, item.label, claim.status, None, False if item.entities else None,
                            time.perf_counter() - started, claim.pk)
     for run in start_part_runs(claim, config=config, queue=False):
         execute_run(run.pk, llm=llm if config.get("mode", "agent") not in MODEL_FREE_MODES else None,
@@ -165,7 +166,9 @@ def summary(results: list[ClaimResult]) -> dict:
         return {"n": len(rows), "accuracy": round(100 * correct / len(rows), 1) if rows else None,
                 "interval95": [round(100 * low, 1), round(100 * high, 1)],
                 "answered_supported": sum(r.predicted == "supported" for r in rows),
-                "failed": sum(r.predicted == "failed" for r in rows), "open": sum(r.predicted == "open" for r in rows)}
+                "failed": sum(r.predicted == "failed" for r in rows), "open": sum(r.predicted == "open" for r in rows),
+                "refused": sum(r.predicted == "refused" for r in rows),
+                "not_enough_evidence": sum(r.predicted == "not_enough_evidence" for r in rows)}
 
     gold = [r.gold_found for r in results if r.gold_found is not None]
     return {"overall": figures(results), "categories": {c: figures(rows) for c, rows in sorted(by_category.items())},
@@ -175,12 +178,12 @@ def summary(results: list[ClaimResult]) -> dict:
 
 def table(figures: dict, *, title: str) -> str:
     """The figures as a Markdown table, one row per category and the overall row last."""
-    lines = [f"### {title}", "", "| category | n | accuracy % | 95% interval | answered Supported | failed | open |",
-             "|---|---:|---:|---|---:|---:|---:|"]
+    lines = [f"### {title}", "", "| category | n | accuracy % | 95% interval | answered Supported | failed | refused | "
+                                 "not enough evidence | open |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for name, row in [*figures["categories"].items(), ("overall", figures["overall"])]:
         low, high = row["interval95"]
         lines.append(f"| {name} | {row['n']} | {row['accuracy']} | {low}–{high} | {row['answered_supported']} | "
-                     f"{row['failed']} | {row['open']} |")
+                     f"{row['failed']} | {row['refused']} | {row['not_enough_evidence']} | {row['open']} |")
     recall = figures["entity_recall"]
     lines += ["", f"Entity recall (every named entity in the pseudo-subgraph): {recall if recall is not None else '—'} %; "
                   f"median {figures['median_seconds']} s per claim."]

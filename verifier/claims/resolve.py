@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verifier.claims.decompose import Decomposition, Named
-from verifier.claims.subgraph import is_unknown
+from verifier.claims.decompose import Decomposition
+from verifier.claims.subgraph import Named, is_unknown
 from verifier.models import Entity, KnowledgeGraph, Relation, StructuralModel, Triple
 from verifier.structure import scoring
 

@@ -9,10 +9,11 @@ from django.db import transaction
 
 from verifier.agent.llm import LLM
 from verifier.claims.decompose import Decomposition, decompose
+from verifier.claims.grounding import ClaimRefused
 from verifier.claims.importing import ReadClaims, checked
 from verifier.claims.resolve import Resolution, resolve
 from verifier.claims.subgraph import NEGATION, SEPARATOR, SubgraphError, is_unknown
-from verifier.claims.verdict import OPEN, REFUTED, SUPPORTED, ClaimDecision, ClaimVerdict, PartOutcome, claim_verdict
+from verifier.claims.verdict import NOT_ENOUGH, REFUSED, REFUTED, SUPPORTED, ClaimDecision, ClaimVerdict, PartOutcome, claim_verdict
 from verifier.errors import ApplicationError
 from verifier.models import Claim, ClaimPart, ClaimReview, KnowledgeGraph, Run, SupportItem, VerificationTask
 from verifier.queue_filters import is_evaluation
@@ -84,22 +85,45 @@ def retry_claim(*, claim: Claim, actor=None) -> Claim:
 
 
 def decompose_claim(claim: Claim, llm: LLM) -> Claim:
-    """Write the claim's pseudo-subgraph, resolve its unknowns and create one task per resolved part. A model
-    reply that is not a pseudo-subgraph over the KG fails the claim with the reason (nothing else is written)."""
+    """Write the claim's pseudo-subgraph, keep the triples the claim states, resolve its unknowns and create one task
+    per resolved part. Text that is no claim the KG can check is refused with the reason (the model is not asked
+    when the text alone shows it); a model reply that is not a pseudo-subgraph over the KG fails the claim with the
+    reason. Either way no part is written."""
     try:
         decomposition = decompose(claim.kg, claim.text, llm)
+    except ClaimRefused as refusal:
+        return _unsettled(claim, Claim.Status.REFUSED, str(refusal))
     except SubgraphError as error:
-        Claim.objects.filter(pk=claim.pk).update(status=Claim.Status.FAILED, error=f"no usable pseudo-subgraph: {error}")
-        claim.refresh_from_db()
-        return claim
+        return _unsettled(claim, Claim.Status.FAILED, f"no usable pseudo-subgraph: {error}")
+    if not decomposition.triples:
+        reasons = "; ".join(f"{item.written} ({item.reason})" for item in decomposition.left_out)
+        return _unsettled(claim, Claim.Status.REFUSED, "the KG cannot represent this claim as stated: nothing the model "
+                                                       f"wrote is stated by it — {reasons}", decomposition)
     resolution = resolve(claim.kg, decomposition)
     with transaction.atomic():
         claim.parts.all().delete()
-        claim.written, claim.model = decomposition.written, decomposition.model
-        claim.prompt_tokens, claim.completion_tokens = decomposition.prompt_tokens, decomposition.completion_tokens
+        _written(claim, decomposition)
         claim.resolution = {u: r.as_dict() for u, r in resolution.items()}
         claim.subgraph = _parts(claim, decomposition, resolution)
         claim.status, claim.error = Claim.Status.DECOMPOSED, ""
+        claim.save()
+    return claim
+
+
+def _written(claim: Claim, decomposition: Decomposition) -> None:
+    claim.written, claim.model = decomposition.written, decomposition.model
+    claim.prompt_tokens, claim.completion_tokens = decomposition.prompt_tokens, decomposition.completion_tokens
+    claim.left_out = [item.as_dict() for item in decomposition.left_out]
+
+
+def _unsettled(claim: Claim, status: str, reason: str, decomposition: Decomposition | None = None) -> Claim:
+    """The claim failed or refused with the reason, and what the model wrote if it was asked."""
+    with transaction.atomic():
+        claim.parts.all().delete()
+        if decomposition is not None:
+            _written(claim, decomposition)
+        claim.subgraph, claim.resolution = [], {}
+        claim.status, claim.error = status, reason
         claim.save()
     return claim
 
@@ -184,7 +208,10 @@ def parts_of(claim: Claim) -> list[PartView]:
             continue
         run = runs.get(standing.get(part.task_id))
         if run is None:
-            views.append(PartView(row, part, latest.get(part.task_id), PartOutcome(part_text(row), part.negated, "", None)))
+            last = latest.get(part.task_id)
+            ended = last is not None and last.status in (Run.Status.FAILED, Run.Status.CANCELLED)
+            views.append(PartView(row, part, last, PartOutcome(part_text(row), part.negated, "", None, run_id=last.pk if ended
+                                                               else None, ended_without_verdict=ended)))
             continue
         final = run.final_verdict()
         confidence = 1.0 if run.pk in reviewed else run.confidence
@@ -200,7 +227,10 @@ def standing_decision(claim: Claim) -> ClaimDecision | None:
 
 
 def outcome(claim: Claim, parts: list[PartView] | None = None) -> ClaimVerdict:
-    """The claim's verdict now: a reviewer's decision on the claim, else its parts' (verifier/claims/verdict.py)."""
+    """The claim's verdict now: a reviewer's decision on the claim, else its parts' (verifier/claims/verdict.py);
+    a refused claim has none."""
+    if claim.status == Claim.Status.REFUSED:
+        return ClaimVerdict(REFUSED, None, f"Refused: {claim.error}", from_parts=REFUSED)
     return claim_verdict([view.outcome for view in (parts if parts is not None else parts_of(claim))],
                          standing_decision(claim))
 
@@ -221,8 +251,9 @@ def review_claim(*, claim: Claim, reviewer, decision: str, reason: str = "", ver
             raise ClaimError("a comment needs text")
         final = ""
     elif decision == decisions.ACCEPT:
-        if from_parts == OPEN:
-            raise ClaimError("the parts give no verdict yet: accept once they do, or override with a verdict")
+        if from_parts not in (SUPPORTED, REFUTED):
+            raise ClaimError("the evidence does not settle the parts: override with a verdict" if from_parts == NOT_ENOUGH
+                             else "the parts give no verdict yet: accept once they do, or override with a verdict")
         final = from_parts
     else:
         if not reason:

@@ -15,6 +15,9 @@ class Claim(models.Model):
         PENDING = "pending", "Pending"  # not decomposed yet
         DECOMPOSED = "decomposed", "Decomposed"  # its parts exist; their runs decide the verdict
         FAILED = "failed", "Failed"  # no usable pseudo-subgraph; ``error`` says why
+        # Not a claim the KG can check: no claim at all, no entity of the KG named, or nothing the model wrote is
+        # stated by it. ``error`` says why; no part exists and the claim has no verdict.
+        REFUSED = "refused", "Refused"
 
     class Category(models.TextChoices):
         ONE_HOP = "one-hop", "One-hop"
@@ -32,6 +35,8 @@ class Claim(models.Model):
     subgraph = models.JSONField(default=list, blank=True)
     # unknown_i → {"entity": id, "label", "score", "candidates": [[id, label, score], …]} or {"entity": None}.
     resolution = models.JSONField(default=dict, blank=True)
+    # What the model wrote that the claim does not state, left out before any run: [{"written", "reason"}, …].
+    left_out = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     source = models.CharField(max_length=500, blank=True)  # a file and line, a benchmark, a curator
     category = models.CharField(max_length=12, choices=Category.choices, blank=True)

@@ -143,9 +143,10 @@ def claim_graph(parts: list[PartView]) -> dict:
 def _state(claim: Claim) -> dict:
     parts = parts_of(claim)
     verdict = outcome(claim, parts)
-    return {"claim": claim, "parts": parts, "verdict": verdict, "graph": claim_graph(parts),
-            "settled": claim.status == Claim.Status.FAILED or (claim.status == Claim.Status.DECOMPOSED and verdict.verdict != "open"
-                                                              and not any(v.run and not v.run.is_finished for v in parts))}
+    in_flight = any(v.run and not v.run.is_finished for v in parts)
+    settled = claim.status in (Claim.Status.FAILED, Claim.Status.REFUSED) or (
+        claim.status == Claim.Status.DECOMPOSED and verdict.verdict != "open" and not in_flight)
+    return {"claim": claim, "parts": parts, "verdict": verdict, "graph": claim_graph(parts), "settled": settled}
 
 
 @require_GET

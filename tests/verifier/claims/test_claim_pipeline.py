@@ -93,7 +93,7 @@ def test_the_claim_verdict_follows_its_parts_runs_and_their_review(world_kg, mak
     for run in runs:
         answer = answers[run.task.tail.label]
         with ScriptedOpenAIServer([PLAN, f"Thought: enough.\nFinal Answer: [{answer}] Because the KG says so."]) as server:
-            execute_run(run.pk, llm=_llm(server, grammar=False))
+            execute_run(run.pk, llm=_llm(server, grammar=False), await_structure=False)  # no structural model here
     result = outcome(claim)
     assert result.verdict == "refuted" and "France: Incorrect" in result.justification
     assert start_part_runs(claim, queue=False) == []  # a part with a standing verdict is not run again
@@ -114,7 +114,7 @@ def test_a_decision_on_the_whole_claim_stands_over_its_parts(world_kg, make_user
         review_claim(claim=claim, reviewer=reviewer, decision="override", verdict="refuted")
     (run,) = start_part_runs(claim, queue=False)
     with ScriptedOpenAIServer([PLAN, "Thought: enough.\nFinal Answer: [Correct] The KG states it."]) as server:
-        execute_run(run.pk, llm=_llm(server, grammar=False))
+        execute_run(run.pk, llm=_llm(server, grammar=False), await_structure=False)
     assert outcome(claim).verdict == "supported" and not outcome(claim).decided_by
 
     review_claim(claim=claim, reviewer=reviewer, decision="comment", reason="Cambridge, England?")

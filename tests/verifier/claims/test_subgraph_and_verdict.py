@@ -3,7 +3,7 @@
 import pytest
 
 from verifier.claims.subgraph import PseudoTriple, SubgraphError, grammar, parse
-from verifier.claims.verdict import OPEN, REFUTED, SUPPORTED, PartOutcome, claim_verdict
+from verifier.claims.verdict import NOT_ENOUGH, OPEN, REFUTED, SUPPORTED, PartOutcome, claim_verdict
 
 
 def test_a_reply_reads_as_triples_with_negation_and_unknowns():
@@ -35,8 +35,8 @@ def test_the_grammar_quotes_every_name_and_bounds_the_lines():
     assert single[:2] == ['root ::= "NOT " fact', 'fact ::= entity " || " relation " || " entity']
 
 
-def _part(verdict, confidence=0.8, negated=False, resolved=True):
-    return PartOutcome("A || r || B", negated, verdict, confidence, resolved=resolved)
+def _part(verdict, confidence=0.8, negated=False, resolved=True, ended=False):
+    return PartOutcome("A || r || B", negated, verdict, confidence, resolved=resolved, ended_without_verdict=ended)
 
 
 @pytest.mark.parametrize("parts, verdict, confidence", [
@@ -45,6 +45,10 @@ def _part(verdict, confidence=0.8, negated=False, resolved=True):
     ([_part("incorrect", 0.6, negated=True)], SUPPORTED, 0.6),  # "A is not B" and A–B is Incorrect
     ([_part("correct", 0.9, negated=True)], REFUTED, 0.9),
     ([_part("correct", 0.9), _part("")], OPEN, None),  # a part without a verdict yet
+    ([_part("incorrect", 0.9), _part("")], OPEN, None),  # settled only when every part is: nothing before
+    ([_part("correct", 0.9), _part("not_enough_evidence", 0.7)], NOT_ENOUGH, None),
+    ([_part("correct", 0.9), _part("", None, ended=True)], NOT_ENOUGH, None),  # its run failed: not settled by evidence
+    ([_part("incorrect", 0.9), _part("not_enough_evidence", 0.7)], REFUTED, None),  # a part that fails refutes
     ([_part("correct", None)], SUPPORTED, None),  # a verdict without a confidence: unknown, not invented
     ([_part("", None, resolved=False)], REFUTED, None),  # "A has a spouse" and no entity fits
     ([_part("", None, negated=True, resolved=False), _part("correct", 0.5)], SUPPORTED, 0.5),
@@ -61,3 +65,7 @@ def test_a_refuted_claim_is_justified_by_the_parts_that_refute_it():
     result = claim_verdict([holding, failing])
     assert result.justification == "A part does not hold as the claim says: B || s || C: Incorrect (run 8) [E2, E3]."
     assert claim_verdict([]).verdict == OPEN
+    unsettled = claim_verdict([holding, PartOutcome("B || s || C", False, "", None, run_id=9, ended_without_verdict=True)])
+    assert unsettled.label == "Not enough evidence"
+    assert unsettled.justification == ("No part refutes the claim, but the evidence does not settle every part: "
+                                       "B || s || C: its run ended without a verdict (run 9).")

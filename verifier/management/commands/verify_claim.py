@@ -42,8 +42,8 @@ class Command(BaseCommand):
         except ClaimError as exc:
             raise CommandError(str(exc)) from None
         claim = decompose_claim(claim, llm)
-        if claim.status == Claim.Status.FAILED:
-            raise CommandError(f"claim {claim.pk}: {claim.error}")
+        if claim.status in (Claim.Status.FAILED, Claim.Status.REFUSED):
+            raise CommandError(f"claim {claim.pk} {claim.status}: {claim.error}")
         self.stdout.write(f"Claim {claim.pk} on {kg.name}: {claim.text}\nPseudo-subgraph ({claim.model}):")
         for line in claim.written.splitlines():
             self.stdout.write(f"  {line}")
