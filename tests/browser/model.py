@@ -1,18 +1,34 @@
 """The scripted model of the browser tests: a short, well-formed investigation of whatever claim it is given.
 
-Each call waits a little so a browser can watch the steps arrive one by one."""
+Each call waits a little so a browser can watch the steps arrive one by one; a test can hold the calls about a claim
+(``hold``/``release``) to keep a worker slot busy for as long as it needs."""
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 from tests.openai_server import prompt_text
+
+HOLD_SECONDS = 120  # a held claim is let go after this, whatever the test does: no call hangs for ever
 
 
 class ScriptedInvestigator:
     def __init__(self, *, delay: float = 0.6, verdict: str = "Correct"):
         self.delay, self.verdict = delay, verdict
+        self._held: dict[str, threading.Event] = {}
+
+    def hold(self, claim: str) -> None:
+        """Hold every call about ``claim`` (its "In words" line: "Paris — country — France") until ``release``: a
+        run of it keeps its worker slot busy, as a long investigation does."""
+        self._held[claim] = threading.Event()
+
+    def release(self, claim: str | None = None) -> None:
+        """Let the calls about ``claim`` (None: every held claim) go on."""
+        for name in [claim] if claim else list(self._held):
+            if event := self._held.pop(name, None):
+                event.set()
 
     def __call__(self, body: dict) -> str:
         time.sleep(self.delay)
@@ -22,6 +38,8 @@ class ScriptedInvestigator:
         if system.startswith("You rewrite a claim"):
             return self.pseudo_subgraph(messages[-1].get("content", ""))
         match = re.search(r"^In words: (.*)$", text, re.MULTILINE)
+        if match and (held := self._held.get(match.group(1).strip())) is not None:
+            held.wait(HOLD_SECONDS)
         head, *_, tail = match.group(1).split(" — ") if match else ("the head", "the tail")
         if system.startswith("You are a verification strategist"):
             return (f"=== Initial Impression ===\n[{self.verdict}] Because {head} is known to be linked to {tail}.\n"

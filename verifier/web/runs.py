@@ -22,10 +22,11 @@ from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import awaited_training, in_kg, queue_position, queue_wait, stated_by_kg
+from verifier.selectors import in_kg, stated_by_kg
 from verifier.web.forms import RunStartForm, run_config, run_kinds
 from verifier.web.run_assessment import run_assessment
 from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
+from verifier.web.run_state import run_state, run_state_json
 from verifier.web.structure import status_context
 
 UNDO_SESSION_KEY = "kgv_undo_review"
@@ -58,7 +59,6 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
     reviews = list(run.reviews.select_related("reviewer"))
     previous_id, next_id = queue_neighbours(run.task, queue, request.user)
     overridden_to = Verdict.overridden(run.verdict)
-    position = queue_position(run)
     return {
         "run": run,
         "task": run.task,
@@ -87,9 +87,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
         "signals": described(run.signals),
-        "queue_position": position,
-        "awaiting": awaited_training(run),
-        "eta": queue_wait(run),
+        "state": run_state(run),
         **status_context([run.task.kg_id]),
     }
 
@@ -212,7 +210,8 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
         except confidence.Unweighed as exc:
             messages.error(request, f"No new run: {exc}.")
             return redirect(_with_queue(reverse("task-detail", args=[task.pk]), queue))
-        messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.")
+        # tagged: the page drops it once the run has started (static/kgv/run.js)
+        messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.", extra_tags="run-queued")
         return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
     latest = task.runs.order_by("-created_at", "-id").first()
     if latest is not None:
@@ -233,6 +232,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", run_detail, name="run-detail"),
     path("runs/<int:run_id>/compare/<int:other_id>/", run_compare, name="run-compare"),
     path("runs/<int:run_id>/graph.json", run_graph, name="run-graph"),
+    path("runs/<int:run_id>/state.json", run_state_json, name="run-state"),
     path("runs/<int:run_id>/cancel/", run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/review/", run_review, name="run-review"),
     path("reviews/<int:review_id>/undo/", review_undo, name="review-undo"),

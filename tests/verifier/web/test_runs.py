@@ -48,6 +48,7 @@ def _endpoints(world, finished):
     return [
         ("run page", "get", reverse("run-detail", args=[finished.pk]), {}, "viewer"),
         ("subgraph", "get", reverse("run-graph", args=[finished.pk]), {}, "viewer"),
+        ("state", "get", reverse("run-state", args=[live.pk]), {}, "viewer"),
         ("compare", "get", reverse("run-compare", args=[finished.pk, make_finished_run(world, finished.task).pk]), {}, "viewer"),
         ("task page", "get", reverse("task-detail", args=[fresh_task.pk]), {}, "viewer"),
         ("start run", "post", reverse("task-detail", args=[fresh_task.pk]), {}, "curator"),
@@ -370,17 +371,32 @@ def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, fin
     assert "can be undone for 15 minutes" in late and Review.objects.filter(pk=review.pk).exists()
 
 
-def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(make_user, world, finished):
+def test_a_queued_run_takes_its_place_from_the_workers_line_and_its_wait_from_the_pace_of_recent_runs(make_user, world,
+                                                                                                     finished):
     from datetime import timedelta
+
+    from verifier.selectors import place_in_line, queue_wait
 
     Run.objects.filter(pk=finished.pk).update(finished_at=finished.started_at + timedelta(seconds=40))
     first = Run.objects.create(task=world.task("Q145", "P17", "Q142"), status=Run.Status.QUEUED)
     second = Run.objects.create(task=world.task("Q350", "P17", "Q145"), status=Run.Status.QUEUED)
+    # The line is the broker's order, not the order the rows were made in: a run sent again stands behind.
+    line = [finished.pk, second.pk, first.pk]  # the finished run's message is still held by its worker: not ahead
+    assert place_in_line(second, line).position == 1 and place_in_line(first, line).ahead == (second.pk,)
+    assert queue_wait(first, place_in_line(first, line)) == "about 80 s"
+    assert place_in_line(first, [second.pk]).position is None  # no message for it (yet): no place to show
+    assert place_in_line(second, None).position == 2  # a broker that cannot be read: the order they were made in
+    assert place_in_line(finished, line).position is None
+
+    # Its page shows no place it does not have, and says why it has not started.
     client = client_for(make_user, "viewer")
     page = client.get(reverse("run-detail", args=[second.pk])).content.decode()
-    assert re.search(r'id="queue-position"[^>]*>2nd in the queue; a worker takes it in about 80 s', page)
-    assert "1st in the queue; a worker takes it in about 40 s" in client.get(reverse("run-detail", args=[first.pk])).content.decode()
-    assert 'id="queue-position"' not in client.get(reverse("run-detail", args=[finished.pk])).content.decode()
+    assert re.search(r'id="queue-position"[^>]*hidden', page) and "Not in the workers&#x27; queue yet" in page
+    state = client.get(reverse("run-state", args=[second.pk])).json()
+    assert (state["status"], state["position"], state["position_text"]) == ("queued", None, "")
+    assert state["waiting"].startswith("Not in the workers' queue yet")
+    assert client.get(reverse("run-state", args=[finished.pk])).json()["waiting"] == ""
+
     queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
     assert 'data-agent-seconds="40.0"' in queue and "data-evidence-seconds" not in queue  # the bulk run's estimate
     Run.objects.create(task=world.task("Q350", "P17", "Q142"), status=Run.Status.SUCCEEDED, config={"mode": "evidence"},
@@ -390,8 +406,9 @@ def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(ma
     weighing = [Run.objects.create(task=world.task("Q42", "P17", tail), status=Run.Status.QUEUED, config={"mode": "evidence"})
                 for tail in ("Q145", "Q142")]
     last = Run.objects.create(task=world.task("Q42", "P17", "Q350"), status=Run.Status.QUEUED)
-    assert "4th in the queue; a worker takes it in about 84 s" in client.get(reverse("run-detail", args=[weighing[1].pk])).content.decode()
-    assert "5th in the queue; a worker takes it in about 2 min" in client.get(reverse("run-detail", args=[last.pk])).content.decode()
+    line = [first.pk, second.pk, *(run.pk for run in weighing), last.pk]
+    assert queue_wait(weighing[1], place_in_line(weighing[1], line)) == "about 84 s"
+    assert queue_wait(last, place_in_line(last, line)) == "about 2 min"
 
 
 def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(make_user, finished):
