@@ -154,7 +154,7 @@ def test_the_queue_shows_the_structural_model_training_with_a_progress_bar_that_
     strip = _section(page, "structure-status")
     assert f'data-url="{reverse("structure-status")}"' in strip
     assert 'data-state="training"' in strip and "Structural model:" in strip
-    assert "training 45% (epoch 40/300, held-out MRR 0.351)" in strip
+    assert ">training (45%)</span>" in strip and 'title="training: epoch 40/300, held-out MRR 0.351"' in strip
     assert '<progress class="structure-progress" max="100" value="45"' in strip
     assert "kgv/structure.js" in page
 
@@ -170,7 +170,7 @@ def test_the_status_json_follows_the_model_from_training_to_ready(viewer, world)
                                                        metrics={"validation": {"mrr": 0.43}})
     later = viewer.get(url).json()
     assert later["in_flight"] is False
-    assert [(m["state"], m["text"], m["ok"]) for m in later["models"]] == [("ready", "ready: ComplEx, held-out MRR 0.430", True)]
+    assert [(m["state"], m["text"], m["ok"]) for m in later["models"]] == [("ready", "ready (ranks unseen facts well: 0.43)", True)]
 
 
 def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
@@ -178,7 +178,7 @@ def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
     failed(local_kg("other-kg"))
     ready(world.kg)
     strip = _section(_page(viewer, run), "structure-status")
-    assert "ready: ComplEx, held-out MRR 0.430" in strip and "other-kg" not in strip and "failed" not in strip
+    assert "ready (ranks unseen facts well: 0.43)" in strip and "other-kg" not in strip and "failed" not in strip
     assert f'data-url="{reverse("structure-status")}?kg={world.kg.pk}"' in strip
     assert re.search(r'<progress [^>]* hidden>', strip)  # nothing in flight, no bar
 
@@ -186,7 +186,8 @@ def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
 def test_a_stalled_or_failed_model_is_said_plainly(viewer, world):
     failed(world.kg, error="TrainingError: runs-kg has no triples to train on")
     strip = _section(viewer.get(reverse("queue")).content.decode(), "structure-status")
-    assert 'data-state="failed"' in strip and "failed: TrainingError: runs-kg has no triples to train on" in strip
+    assert 'data-state="failed"' in strip and ">its training failed</span>" in strip
+    assert 'title="TrainingError: runs-kg has no triples to train on"' in strip  # the builders' words in its title
 
 
 def test_an_admin_trains_a_failed_model_again_from_the_strip_and_comes_back_to_the_page(make_user, world):
