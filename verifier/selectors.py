@@ -27,7 +27,9 @@ from verifier.models import (
 )
 from verifier.models.memory import UNREVIEWED
 from verifier.params import is_id
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.queueing import RUN_VERIFICATION, queue_of
+from verifier.roles import ADMIN, has_role
 
 
 def standing_runs(task_ids) -> dict[int, int]:
@@ -55,6 +57,21 @@ def in_kg(kg: KnowledgeGraph, stated: bool) -> bool | None:
     """What the exports and pages say of a task's triple: ``stated`` (from ``stated_by_kg``) for a local KG, None
     (not known) for a remote one."""
     return None if kg.kind == KnowledgeGraph.Kind.SPARQL else bool(stated)
+
+
+def answers_shown(user, tasks) -> set[int]:
+    """Ids of ``tasks`` whose gold label and source ``user`` may see. A source can give the answer away (a benchmark's
+    ``valid_negatives.txt:1383``) as plainly as the gold label, and a reviewer who sees either before deciding is no
+    longer judging the evidence: an administrator sees them, anyone sees those of the triples an evaluation drew (they
+    are the evaluation's data), a reviewer those of the triples they have decided on."""
+    tasks = list(tasks)
+    if has_role(user, ADMIN):
+        return {task.pk for task in tasks}
+    shown = {task.pk for task in tasks if task.source.startswith(EVALUATION_SOURCE_PREFIX)}
+    if user is not None and user.is_authenticated:
+        shown |= set(Review.objects.filter(reviewer=user, run__task__in=[task.pk for task in tasks])
+                     .exclude(decision=Review.Decision.COMMENT).values_list("run__task_id", flat=True))
+    return shown
 
 
 def tasks_in_flight(tasks) -> set[int]:

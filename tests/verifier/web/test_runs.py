@@ -328,15 +328,18 @@ def test_a_queue_filter_the_queue_page_would_reject_falls_back_to_the_whole_queu
 
 # ---- review that flows: decide, advance, undo ----------------------------------------------------------
 
-def test_a_decision_advances_to_the_next_task_and_can_be_undone_from_there(make_user, world):
-    reviewed = make_finished_run(world)  # the newer task comes first in the queue
-    older = world.task("Q42", "P19", "Q350")
-    VerificationTask.objects.filter(pk=older.pk).update(created_at=reviewed.task.created_at.replace(year=2020))
+def test_a_decision_advances_to_the_next_task_awaiting_review_and_can_be_undone_from_there(make_user, world):
+    reviewed = make_finished_run(world)  # the newest task comes first in the queue
+    no_run = world.task("Q42", "P19", "Q350")  # next in the queue, but nothing to review: passed over
+    older = make_finished_run(world, world.task("Q350", "P17", "Q145"))
+    VerificationTask.objects.filter(pk=no_run.pk).update(created_at=reviewed.task.created_at.replace(year=2021))
+    VerificationTask.objects.filter(pk=older.task_id).update(created_at=reviewed.task.created_at.replace(year=2020),
+                                                            status="verified")
     client = client_for(make_user, "reviewer")
     response = _review(client, reviewed, decision="accept", advance="1")
-    assert response["Location"] == reverse("task-detail", args=[older.pk])
-    page = client.get(response["Location"]).content.decode()
-    assert "this is the next task of the queue" in page and 'id="undo-form"' in page
+    assert response["Location"] == reverse("task-detail", args=[older.task_id])
+    page = client.get(response["Location"], follow=True).content.decode()
+    assert "this is the next task awaiting review" in page and 'id="undo-form"' in page
     review = Review.objects.get(run=reviewed)
     assert f'action="{reverse("review-undo", args=[review.pk])}"' in page
     assert VerificationTask.objects.get(pk=reviewed.task_id).status == "reviewed"
@@ -349,10 +352,14 @@ def test_a_decision_advances_to_the_next_task_and_can_be_undone_from_there(make_
     assert 'id="undo-form"' not in client.get(undone["Location"]).content.decode()
 
 
-def test_without_advance_or_a_next_task_the_decision_stays_on_the_run(make_user, finished):
+def test_without_advance_or_a_next_task_the_decision_stays_on_the_run(make_user, world, finished):
     client = client_for(make_user, "reviewer")
     response = _review(client, finished, decision="accept")
     assert response["Location"] == reverse("run-detail", args=[finished.pk])
+    other = make_finished_run(world, world.task("Q42", "P19", "Q350", status="verified"))
+    response = _review(client, other, decision="accept", advance="1")  # nothing else awaits review: it stays, and says so
+    assert response["Location"] == reverse("run-detail", args=[other.pk])
+    assert "no other task of this view awaits review" in client.get(response["Location"]).content.decode()
 
 
 def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, finished):
@@ -433,3 +440,23 @@ def test_reviewer_figures_count_decisions_kept_verdicts_and_agreement(make_user,
     assert (figures["sam"].decisions, figures["sam"].overridden, figures["sam"].agreement) == (1, 1, 0.0)
     page = client_for(make_user, "viewer").get(reverse("reviewers")).content.decode()
     assert 'data-reviewer="rita"' in page and "100%" in page
+
+
+def test_the_gold_label_and_its_source_show_only_to_an_admin_on_an_evaluations_triple_or_after_deciding(make_user, world):
+    task = world.task(status=VerificationTask.Status.VERIFIED, source="valid_negatives.txt:1383", expected_label=False)
+    run = make_finished_run(world, task)
+    for role in ("viewer", "curator", "reviewer"):
+        page = client_for(make_user, role).get(reverse("run-detail", args=[run.pk])).content.decode()
+        assert "gold label" not in page and "valid_negatives" not in page, role
+        assert "valid_negatives" not in client_for(make_user, role).get(reverse("queue")).content.decode(), role
+    admin = client_for(make_user, "admin").get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "gold label incorrect" in admin and "valid_negatives.txt:1383" in admin
+
+    reviewer = client_for(make_user, "reviewer")
+    _review(reviewer, run, decision="comment", reason="looking")  # a comment decides nothing: still hidden
+    assert "gold label" not in reviewer.get(reverse("run-detail", args=[run.pk])).content.decode()
+    _review(reviewer, run, decision="accept")
+    assert "gold label incorrect" in reviewer.get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    VerificationTask.objects.filter(pk=task.pk).update(source="evaluation:codex-kge-400")  # an evaluation's data
+    assert "gold label incorrect" in client_for(make_user, "viewer").get(reverse("run-detail", args=[run.pk])).content.decode()
