@@ -298,7 +298,6 @@
     o: () => {
       const reason = $("review-reason");
       if (!reason || !$("review-override")) return;
-      reason.dataset.intent = "override";
       reason.focus();
     },
     m: () => page.dataset.canReview === "true" && go(page.dataset.promoteUrl),
@@ -317,10 +316,10 @@
     const target = event.target;
     const typing = target.closest && target.closest("input, textarea, select, [contenteditable]");
     if (typing) {
-      // in the reason box, Ctrl/Cmd+Enter sends the override that "o" started
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.dataset.intent === "override") {
+      // in the reason box, Ctrl/Cmd+Enter sends it: as an override where the reviewer may override, else a comment
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.id === "review-reason") {
         event.preventDefault();
-        submitDecision("review-override");
+        submitDecision($("review-override") ? "review-override" : "review-comment");
       } else if (event.key === "Escape") {
         target.blur();
       }
@@ -339,9 +338,6 @@
   if ($("pause-toggle")) $("pause-toggle").addEventListener("click", () => setPaused(!paused));
   if ($("show-buffered")) $("show-buffered").addEventListener("click", () => setPaused(false));
   if ($("shortcuts-button")) $("shortcuts-button").addEventListener("click", toggleShortcuts);
-  if ($("review-override")) {
-    $("review-override").addEventListener("click", () => ($("review-reason").dataset.intent = "override"));
-  }
   showElapsed();
   if (page.dataset.state === "live") {
     window.setInterval(() => figures.finishedAt === null && showElapsed(), 1000);
