@@ -58,6 +58,10 @@ SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-co
 # disagree"): the filter is named for what it does.
 DISPUTED_CHOICES = (("true", "disputes the verdict"), ("false", "does not dispute it"))
 ORIGIN_CHOICES = (("work", "Work queue"), ("evaluation", "Evaluations"), ("all", "All tasks"))
+# The filters folded under "More filters": a newcomer meets the search, status, verdict and sort; these open by
+# themselves once one is in use.
+MORE_FILTERS = ("kg", "relation", "agreement", "disputed", "origin", "source", "claim", "kg_audit", "signal",
+                "confidence_min", "confidence_max", "assignee")
 
 
 def _page_size(request: HttpRequest) -> int:
@@ -141,6 +145,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "per_page": DEFAULT_PAGE_SIZE,
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
+        "more_filters_set": any(request.GET.get(name) for name in MORE_FILTERS),
         "saved_views": saved_views(request.user),
         "pace": run_pace(),
         "evidence_pace": run_pace("evidence"),
