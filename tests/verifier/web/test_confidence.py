@@ -78,13 +78,14 @@ def test_the_page_explains_how_the_confidence_was_reached_and_which_model_scored
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', page))
     assert {key: re.sub(r"\s*<a .*", "", value) for key, value in factors.items()} == {
         "agent_verdict": "Correct", "structural_probability": "0.08", "rule_probability": "no mined rule applies",
-        "reading": "2 supporting, 1 contradicting, 0 silent", "p_true": "0.22", "confidence_model": "#7",
+        "reading": "2 supporting, 1 contradicting, 0 silent", "p_true": "0.22", "confidence_model": "confidence model #7",
     }
     # each figure links to the evidence it was read from: a cited row, or the list of everything retrieved
     assert re.findall(r'href="#([\w-]+)">\[(E\d)\]', factors["structural_probability"]) == [("evidence-E1", "E1")]
     assert re.findall(r'href="#([\w-]+)">\[(E\d)\]', factors["reading"]) == [("evidence-E3", "E3"), ("retrieved-E4", "E4")]
     assert 'id="how-confidence" open' in page  # a disputed verdict opens its account
-    assert f"Triple scored by the structural model: ComplEx model #{run.structural_model_id} of runs-kg v1." in page
+    assert f"Plausibility from the structural model #{run.structural_model_id} of runs-kg (version 1)." in page
+    assert f'title="ComplEx model #{run.structural_model_id} of runs-kg v1"' in page  # the builders' words, in its title
 
 
 def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
@@ -92,14 +93,14 @@ def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
     run.assessment = {**ASSESSMENT, "unweighed": ["supports", "contradicts", "agent_verdict"]}
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
-    note = " — not weighed: the confidence model gives it no weight"
+    note = " — left out: the confidence model does not count it"
     assert factors["agent_verdict"] == "Correct" + note
     assert re.sub(r"\s*<a .*", "", factors["reading"]) == "2 supporting, 1 contradicting, 0 silent" + note
     assert factors["structural_probability"].startswith("0.08 <a")  # weighed: no note
     run.assessment = {**ASSESSMENT, "unweighed": ["contradicts"]}  # the supporting sentences are weighed
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
-    assert factors["agent_verdict"] == "Correct" and "not weighed" not in factors["reading"]
+    assert factors["agent_verdict"] == "Correct" and "left out" not in factors["reading"]
     run.assessment = {**ASSESSMENT, "reading": {"supports": 0, "contradicts": 0, "silent": 0}, "keys": {}}  # sentences listed unjudged
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
