@@ -18,7 +18,7 @@ from django.db.models import Count
 from kgv_web.celery import app as celery_app
 from verifier.models import Run
 from verifier.queueing import RUN_VERIFICATION, queue_of
-from verifier.selectors import structural_statuses
+from verifier.selectors import QueuePlace, awaited_training, structural_statuses
 from verifier.wiring import llm_endpoint
 
 MODEL_TIMEOUT_SECONDS = 3
@@ -70,7 +70,9 @@ def _redis() -> tuple[bool, str]:
 class QueueWorkers:
     workers: int  # workers consuming the queue
     slots: int  # tasks they can run at once
-    busy: int  # tasks they are running
+    busy: int  # tasks they are running (of any queue: a worker's slots serve every queue it consumes)
+    elsewhere: int = 0  # of those, tasks of other queues (a training holding a slot runs need)
+    names: tuple[str, ...] = ()  # the workers' host names
 
 
 def queue_workers() -> dict[str, QueueWorkers]:
@@ -84,12 +86,14 @@ def queue_workers() -> dict[str, QueueWorkers]:
     queues, stats, active = inspector.active_queues() or {}, inspector.stats() or {}, inspector.active() or {}
     for worker, consumed in queues.items():
         slots = int(((stats.get(worker) or {}).get("pool") or {}).get("max-concurrency") or 1)
-        running = active.get(worker) or []
+        running = [(task.get("delivery_info") or {}).get("routing_key") for task in active.get(worker) or []]
         for queue in {q.get("name") for q in consumed} & set(out):
             entry = out[queue]
             entry.workers += 1
             entry.slots += slots
-            entry.busy += sum(1 for task in running if (task.get("delivery_info") or {}).get("routing_key") == queue)
+            entry.busy += len(running)
+            entry.elsewhere += sum(1 for key in running if key != queue)
+            entry.names = (*entry.names, worker)
     return out
 
 
@@ -97,7 +101,7 @@ def _workers() -> tuple[bool, str]:
     """Each queue's workers; unhealthy when a queue has none (its work would wait for ever)."""
     by_queue = queue_workers()
     missing = [queue for queue, workers in by_queue.items() if not workers.workers]
-    text = "; ".join(f"{queue}: {w.workers} worker(s), {w.busy} of {w.slots} slot(s) busy" if w.workers
+    text = "; ".join(f"{queue}: {', '.join(w.names)}, {w.busy} of {w.slots} slot(s) busy" if w.workers
                      else f"{queue}: no worker" for queue, w in by_queue.items())
     return not missing, text
 
@@ -133,6 +137,22 @@ def _queue_depth() -> tuple[int, int]:
     return counts.get(Run.Status.QUEUED, 0), counts.get(Run.Status.RUNNING, 0)
 
 
+def _slots_taken(workers: QueueWorkers) -> tuple[int, int]:
+    """(busy slots, of them with other work) of the verification workers. Their answer is up to
+    STATUS_CACHE_SECONDS old; the runs the database knows to be running count at once."""
+    running = Run.objects.filter(status=Run.Status.RUNNING).count()
+    return min(workers.slots, max(workers.busy, running + workers.elsewhere)), workers.elsewhere
+
+
+def _slots_text(workers: QueueWorkers) -> str:
+    """"all 4 verification slots are busy (1 with a training)", or "" when one is free."""
+    busy, elsewhere = _slots_taken(workers)
+    if busy < workers.slots:
+        return ""
+    other = f" ({elsewhere} with other work, such as a training)" if elsewhere else ""
+    return f"all {workers.slots} verification slot{'s are' if workers.slots != 1 else ' is'} busy{other}"
+
+
 def waiting_reason(queued: int, workers: QueueWorkers | None) -> str:
     """Why queued runs wait, in a curator's words ("" when none waits)."""
     if not queued:
@@ -145,11 +165,29 @@ def waiting_reason(queued: int, workers: QueueWorkers | None) -> str:
     if rest and workers is not None:
         if not workers.workers:
             parts.append(f"{rest} wait because no verification worker is running")
-        elif workers.busy >= workers.slots:
-            parts.append(f"{rest} wait for one of the {workers.slots} verification slot(s), all busy")
+        elif slots := _slots_text(workers):
+            parts.append(f"{rest} wait: {slots}")
         else:
             parts.append(f"{rest} are being handed to a verification worker")
     return "; ".join(parts)
+
+
+def run_wait_reason(run: Run, place: QueuePlace, workers: QueueWorkers | None) -> str:
+    """Why this queued run has not started, in a curator's words ("" once it has)."""
+    if run.status != Run.Status.QUEUED:
+        return ""
+    if run.awaiting_model_id:
+        return awaited_training(run)
+    if place.position is None:
+        return "Not in the workers' queue yet: it is sent there in a moment (a message lost on the way is sent again)."
+    if workers is None:
+        return "The workers cannot be asked what they are doing right now."
+    if not workers.workers:
+        return "No verification worker is running: it starts when one does (an administrator's Health page says more)."
+    ahead = f"{place.position - 1} run{'s' if place.position != 2 else ''} ahead of it" if place.position > 1 else ""
+    if slots := _slots_text(workers):
+        return f"Waiting: {slots}" + (f", {ahead}." if ahead else "; it is next.")
+    return f"Waiting for the {ahead} to be taken." if ahead else "A worker is taking it."
 
 
 def _queue() -> tuple[bool, str]:
@@ -160,12 +198,15 @@ def _queue() -> tuple[bool, str]:
 
 
 def _structural_models() -> tuple[bool, str]:
-    """Per local KG, its structural model: "codex-s: training 45% (epoch 40/300, …)". Not trained yet or
+    """Per local KG, its structural model: "codex-s: training (45%), about 6 min left — training: network 2 of 5, …",
+    in a curator's words, then the job's, then what an administrator runs when it needs training. Not trained yet or
     still training is fine (the tools say so); a failed or stalled job with no ready model is not."""
     statuses = structural_statuses()
     if not statuses:
         return True, "no local KG loaded"
-    return all(s.ok for s in statuses), "; ".join(f"{s.kg}: {s.text}" for s in statuses)
+    return all(s.ok for s in statuses), "; ".join(
+        f"{s.kg}: {s.text}" + (f" — {s.detail}" if s.detail else "") + (f" (to train it: {s.remedy})" if s.remedy else "")
+        for s in statuses)
 
 
 def check_all() -> dict:
@@ -199,10 +240,10 @@ def workbench_status() -> dict:
         with contextlib.suppress(redis.RedisError):
             cache.set(STATUS_CACHE_KEY, model, STATUS_CACHE_SECONDS)
     queued, running = _queue_depth()
-    return {"model": model, "queued": queued, "running": running, "waiting": waiting_reason(queued, _cached_verification_workers())}
+    return {"model": model, "queued": queued, "running": running, "waiting": waiting_reason(queued, verification_workers())}
 
 
-def _cached_verification_workers() -> QueueWorkers | None:
+def verification_workers() -> QueueWorkers | None:
     """The verification queue's workers, asked at most every STATUS_CACHE_SECONDS (every open page polls)."""
     try:
         cached = cache.get(WORKERS_CACHE_KEY)
@@ -215,7 +256,7 @@ def _cached_verification_workers() -> QueueWorkers | None:
             return None
         with contextlib.suppress(redis.RedisError):
             cache.set(WORKERS_CACHE_KEY, cached, STATUS_CACHE_SECONDS)
-    return QueueWorkers(**cached)
+    return QueueWorkers(**{**cached, "names": tuple(cached.get("names") or ())})
 
 
 def liveness() -> dict:

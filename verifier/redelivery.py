@@ -65,6 +65,26 @@ def runs_in_broker() -> set[int] | None:
     return {run_id for run_id in map(_run_id, messages) if run_id is not None}
 
 
+def waiting_line(queue: str) -> list[int] | None:
+    """The runs with a message for the workers of ``queue``, in the order they take them: first those a worker holds
+    unacknowledged (taken: starting or running), oldest first, then the queue's own messages from the end the workers
+    pop (kombu's Redis transport pushes on the left and pops on the right, priority list by priority list). None when
+    the broker is not Redis."""
+    from kgv_web.celery import app
+
+    with app.connection_for_read() as connection:
+        if connection.transport.driver_type != "redis":
+            return None
+        channel = connection.default_channel
+        client = channel.client
+        taken = client.hgetall(channel.unacked_key)
+        since = dict(client.zrange(channel.unacked_index_key, 0, -1, withscores=True))
+        messages = [json.loads(taken[tag])[0] for tag in sorted(taken, key=lambda tag: since.get(tag, 0.0))]
+        for key in [channel._q_for_pri(queue, priority) for priority in channel.priority_steps]:
+            messages += [json.loads(raw) for raw in reversed(client.lrange(key, 0, -1))]
+    return list(dict.fromkeys(run_id for run_id in map(_run_id, messages) if run_id is not None))
+
+
 def _waiting(cutoff) -> set[int]:
     """Queued runs that should have a message: not an evaluation's, and not waiting for a training in flight
     (one whose job stopped without ending is no longer waited for: the run is sent to look again)."""

@@ -140,6 +140,7 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         run.heartbeat_at = run.started_at
         run.save()
         VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
+        publish_run_status(run)  # a page opened while the run was queued shows it running, its time counting
     with _Heartbeat(run.pk):
         return _investigate(run, llm, on_step)
 

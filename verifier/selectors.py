@@ -4,6 +4,7 @@ weights loaded), the pace and order of the run queue, unfinished evaluations' pr
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from django.contrib.postgres.aggregates import ArrayAgg
@@ -11,6 +12,7 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from verifier import redelivery
 from verifier.memory import encoder
 from verifier.models import (
     AuditEvent,
@@ -25,6 +27,9 @@ from verifier.models import (
 )
 from verifier.models.memory import UNREVIEWED
 from verifier.params import is_id
+from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
+from verifier.queueing import RUN_VERIFICATION, queue_of
+from verifier.roles import ADMIN, has_role
 
 
 def standing_runs(task_ids) -> dict[int, int]:
@@ -54,6 +59,21 @@ def in_kg(kg: KnowledgeGraph, stated: bool) -> bool | None:
     return None if kg.kind == KnowledgeGraph.Kind.SPARQL else bool(stated)
 
 
+def answers_shown(user, tasks) -> set[int]:
+    """Ids of ``tasks`` whose gold label and source ``user`` may see. A source can give the answer away (a benchmark's
+    ``valid_negatives.txt:1383``) as plainly as the gold label, and a reviewer who sees either before deciding is no
+    longer judging the evidence: an administrator sees them, anyone sees those of the triples an evaluation drew (they
+    are the evaluation's data), a reviewer those of the triples they have decided on."""
+    tasks = list(tasks)
+    if has_role(user, ADMIN):
+        return {task.pk for task in tasks}
+    shown = {task.pk for task in tasks if task.source.startswith(EVALUATION_SOURCE_PREFIX)}
+    if user is not None and user.is_authenticated:
+        shown |= set(Review.objects.filter(reviewer=user, run__task__in=[task.pk for task in tasks])
+                     .exclude(decision=Review.Decision.COMMENT).values_list("run__task_id", flat=True))
+    return shown
+
+
 def tasks_in_flight(tasks) -> set[int]:
     """Ids of the ``tasks`` (a queryset or ids) that have a run queued or running: a new run must wait."""
     return set(Run.objects.filter(task__in=tasks).in_flight().values_list("task_id", flat=True))
@@ -68,8 +88,9 @@ IN_FLIGHT = (StructuralModel.Status.QUEUED, StructuralModel.Status.TRAINING)
 class StructuralStatus:
     """The structural model of one KG's current version.
 
-    ``state``: ``none`` (nothing trained for this version), ``queued``, ``training``, ``ready``, ``failed``
-    or ``stalled`` (in flight on paper, no heartbeat: its worker is gone). ``ok`` is False only when the
+    A structural model is several networks, each trained without one fold of the KG's triples, so that every triple
+    is scored by a network that never saw it. ``state``: ``none`` (nothing trained for this version), ``queued``,
+    ``training``, ``ready``, ``failed`` or ``stalled`` (in flight on paper, no heartbeat: its worker is gone). ``ok`` is False only when the
     latest job failed or stalled and no ready model serves the tools meanwhile: without a model the
     product still works (the tools say so), a broken job nobody will finish needs an operator.
     """
@@ -79,7 +100,9 @@ class StructuralStatus:
     kg_version: int
     state: str
     ok: bool
-    text: str  # "training 45% (epoch 40/300, held-out MRR 0.351)"
+    text: str  # "training (45%), about 6 min left": in a curator's words
+    detail: str  # "training: network 2 of 5, epoch 40/300, held-out MRR 0.351": the job's own words, for the title
+    remedy: str  # what an administrator runs to train it ("" when nothing needs doing)
     progress: float  # 0–1 of the latest job
     model_id: int | None
     ready_model_id: int | None
@@ -115,21 +138,40 @@ def ranking_quality(model: StructuralModel) -> tuple[str, float] | None:
 
 
 def model_summary(model: StructuralModel) -> str:
-    """"ComplEx, validation MRR 0.383": the kind of embedding model and how well it ranks unseen triples."""
+    """"ComplEx, validation MRR 0.383": the kind of embedding model and how well it ranks unseen triples, in the
+    builders' terms (administrators' reports, the command line, a status line's title)."""
     kind = ((model.config or {}).get("kge") or {}).get("model") or "KGE"
     quality = ranking_quality(model)
     cut = ", cut short by its time budget" if (model.metrics or {}).get("cut_short") else ""
     return (f"{kind}, {quality[0]} {quality[1]:.3f}" if quality else kind) + cut
 
 
+def ranking_words(model: StructuralModel) -> str:
+    """"ranks unseen facts well: 0.40": how well the model puts a true fact it never saw above the false ones, in a
+    curator's words (the figure is its MRR on facts held out of its training)."""
+    quality = ranking_quality(model)
+    if quality is None:
+        return "not measured yet"
+    mrr = quality[1]
+    how = "well" if mrr >= 0.3 else "fairly" if mrr >= 0.15 else "poorly"
+    return f"ranks unseen facts {how}: {mrr:.2f}"
+
+
+def _time_left(stage: str, template: str = "{}") -> str:
+    """The training's own estimate of its time left ("about 6 min left" at the end of its stage text), put into
+    ``template``; "" before there is one."""
+    match = re.search(r"— about (.+?) left$", stage or "")
+    return template.format(match.group(1)) if match else ""
+
+
 def _progress_text(model: StructuralModel) -> str:
-    """"training 45% (epoch 40/300, held-out MRR 0.351)" from the row's progress and its stage text
-    ("training: epoch 40/300, held-out MRR 0.351")."""
-    stage, _, detail = (model.stage or "").partition(": ")
+    """"training (45%), about 6 min left" from the row's progress and the stage text its job writes
+    ("training: network 2 of 5, epoch 40/300, held-out MRR 0.351 — about 6 min left")."""
     if model.status == StructuralModel.Status.QUEUED:
-        return f"queued ({detail or 'waiting for a worker'})"
-    text = f"{stage or 'training'} {model.progress:.0%}"
-    return f"{text} ({detail})" if detail else text
+        return "waiting for a training worker"
+    stage = (model.stage or "").partition(":")[0].strip() or "training"
+    doing = "preparing its training" if stage == "preparing" else "checking its scores" if stage == "calibrating" else "training"
+    return f"{doing} ({model.progress:.0%}){_time_left(model.stage, ', about {} left')}"
 
 
 def _when(model: StructuralModel) -> str:
@@ -144,26 +186,34 @@ def _first_line(text: str) -> str:
 
 def describe(kg: KnowledgeGraph, latest: StructuralModel | None, ready: StructuralModel | None) -> StructuralStatus:
     """The status of ``kg`` from its latest model and its newest ready model of the current version (``latest``
-    may carry ``waiting``: the queued runs that wait for it)."""
-    retrain = f"manage.py train_kge {kg.name}"
-    serving = f"; serving the ready model #{ready.pk} ({model_summary(ready)})" if ready and latest and ready.pk != latest.pk else ""
+    may carry ``waiting``: the queued runs that wait for it): ``text`` in a curator's words, ``detail`` in the
+    builders' (the job's stage, the kind of model and its MRR)."""
+    older = ready is not None and latest is not None and ready.pk != latest.pk
+    serving = f"; meanwhile the previous model scores facts ({ranking_words(ready)})" if older else ""
+    detail = ""
     if latest is None:
         referenced = sorted(name for name in getattr(kg, "referenced", None) or [] if name)
-        serves = f"; the reference KG of {', '.join(referenced)}, which needs none" if referenced else ""
-        state, text = "none", f"none trained ({retrain}){serves}"
+        state = "none"
+        text = f"none needed: {kg.name} is the reference KG of {', '.join(referenced)}" if referenced else "not trained yet"
     elif latest.is_stale:
-        state, text = "stalled", f"stalled (no progress since {_when(latest)}; {retrain}){serving}"
+        state, text = "stalled", f"its training stopped (no sign of life since {_when(latest)}){serving}"
+        detail = latest.stage
     elif latest.status in IN_FLIGHT:
-        state = latest.status
-        waiting = getattr(latest, "waiting", 0)
-        text = _progress_text(latest) + (f"; {waiting} run(s) wait for it" if waiting else "") + serving
+        state, waiting = latest.status, getattr(latest, "waiting", 0)
+        text = _progress_text(latest) + (f"; {waiting} run{'s wait' if waiting != 1 else ' waits'} for it" if waiting else "") + serving
+        detail = latest.stage
     elif latest.status == StructuralModel.Status.READY:
-        state, text = "ready", f"ready: {model_summary(latest)}"
+        cut = "; its training ran out of time, more could improve it" if (latest.metrics or {}).get("cut_short") else ""
+        state, text, detail = "ready", f"ready ({ranking_words(latest)}){cut}", model_summary(latest)
     else:
-        state, text = "failed", f"failed: {_first_line(latest.error)} ({retrain}){serving}"
+        state, text, detail = "failed", f"its training failed{serving}", _first_line(latest.error)
+    if older:
+        detail = f"{detail}; serving model #{ready.pk}: {model_summary(ready)}"
+    stuck = state in ("failed", "stalled") or (state == "none" and not text.startswith("none needed"))
     return StructuralStatus(
         kg_id=kg.pk, kg=kg.name, kg_version=kg.version, state=state, ok=state not in ("failed", "stalled") or ready is not None,
-        text=text, progress=1.0 if state == "ready" else (latest.progress if latest else 0.0),
+        text=text, detail=detail, remedy=f"manage.py train_kge {kg.name}" if stuck else "",
+        progress=1.0 if state == "ready" else (latest.progress if latest else 0.0),
         model_id=latest.pk if latest else None, ready_model_id=ready.pk if ready else None,
         mrr=quality[1] if ready and (quality := ranking_quality(ready)) else None,
     )
@@ -231,26 +281,53 @@ def run_pace(mode: str = "agent") -> RunPace:
     return RunPace(len(recent), median, float(sum(cost for _, _, cost in recent)) / len(recent))
 
 
-def _ahead_of(run: Run) -> QuerySet[Run]:
-    """The runs a worker takes before ``run`` (workers take runs in order; runs waiting for a structural model's
-    training are not in that line)."""
-    return Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=True).filter(
-        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk))
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued run stands in the verification workers' line."""
+
+    position: int | None  # 1: the next run a worker takes; None: not in the line (not sent yet, or waiting for a training)
+    ahead: tuple[int, ...] = ()  # the queued runs the workers take before it, in that order
+
+
+def queue_place(run: Run) -> QueuePlace:
+    """The run's place in the order the workers take runs: the order of their messages in the broker
+    (redelivery.waiting_line; runs sent again after a training, or by the sweep, stand where their message is), counting
+    only runs still queued. Without a Redis broker, the order the runs were made in."""
+    if run.status != Run.Status.QUEUED or run.awaiting_model_id:
+        return QueuePlace(None)
+    return place_in_line(run, redelivery.waiting_line(queue_of(RUN_VERIFICATION)))
+
+
+def place_in_line(run: Run, line: list[int] | None) -> QueuePlace:
+    """The run's place in ``line``, the run ids in the order the workers take them (None: the order runs were made
+    in), counting only runs still queued."""
+    if run.status != Run.Status.QUEUED or run.awaiting_model_id:
+        return QueuePlace(None)
+    if line is None:
+        earlier = Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=True).filter(
+            Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)).order_by("created_at", "pk")
+        ahead = tuple(earlier.values_list("pk", flat=True))
+        return QueuePlace(len(ahead) + 1, ahead)
+    if run.pk not in line:
+        return QueuePlace(None)
+    before = line[:line.index(run.pk)]
+    queued = set(Run.objects.filter(pk__in=before, status=Run.Status.QUEUED).values_list("pk", flat=True))
+    ahead = tuple(pk for pk in before if pk in queued)
+    return QueuePlace(len(ahead) + 1, ahead)
 
 
 def queue_position(run: Run) -> int | None:
-    """1 for the next run a worker will take, … ; None unless the run is queued for a worker."""
-    if run.status != Run.Status.QUEUED or run.awaiting_model_id:
-        return None
-    return _ahead_of(run).count() + 1
+    """1 for the next run a worker will take, … ; None unless the run is in the workers' line."""
+    return queue_place(run).position
 
 
-def queue_wait(run: Run) -> str:
+def queue_wait(run: Run, place: QueuePlace | None = None) -> str:
     """When a worker should take a queued run ("about 4 min"; "" without a basis): the runs ahead of it and the run
     itself, each kind at the pace of its recent runs (an evidence-only run takes a second, an investigation far longer)."""
-    if run.status != Run.Status.QUEUED or run.awaiting_model_id:
+    place = place or queue_place(run)
+    if place.position is None:
         return ""
-    ahead = _ahead_of(run).aggregate(n=Count("id"), weighing=Count("id", filter=Q(config__mode="evidence")))
+    ahead = Run.objects.filter(pk__in=place.ahead).aggregate(n=Count("id"), weighing=Count("id", filter=Q(config__mode="evidence")))
     weighing = ahead["weighing"] + (run.config.get("mode") == "evidence")
     others = ahead["n"] + 1 - weighing
     paces = [(run_pace(), others), (run_pace("evidence"), weighing)]
@@ -260,16 +337,18 @@ def queue_wait(run: Run) -> str:
 
 
 def awaited_training(run: Run) -> str:
-    """What a queued run waits for when it waits for a structural model's training (verifier/runner.py)."""
+    """What a queued run waits for when it waits for its KG's structural model (verifier/runner.py)."""
     if run.status != Run.Status.QUEUED or not run.awaiting_model_id:
         return ""
     model = StructuralModel.objects.defer(*HEAVY_FIELDS).filter(pk=run.awaiting_model_id).first()
     if model is None:
         return ""
-    state = f"{model.get_status_display().lower()}, {model.progress:.0%}" if model.status in (model.Status.QUEUED, model.Status.TRAINING) \
-        else model.get_status_display().lower()
-    return (f"Waits for structural model #{model.pk} of {run.task.kg.name} ({state}), trained without the triples "
-            "queued for verification: the verdict rests on it. The run starts when the training ends.")
+    if model.status in IN_FLIGHT:
+        state = "waiting for a training worker" if model.status == model.Status.QUEUED else \
+            f"{model.progress:.0%} trained{_time_left(model.stage, ', about {} left')}"
+        return (f"Waits for the structural model of {run.task.kg.name} ({state}): the verdict's confidence rests on it. "
+                "The run starts by itself when the training ends.")
+    return f"Waited for the structural model of {run.task.kg.name}, whose training {model.get_status_display().lower()}; it starts shortly."
 
 
 MEMORY_TEXT_FIELDS = ("triple_text", "relation_label", "trajectory", "lesson", "provenance")

@@ -61,7 +61,7 @@
       disputed.className = "badge disputed";
       disputed.dataset.field = "disputed";
       disputed.title = task.disputed_reason || "The verdict and the structural evidence disagree";
-      disputed.textContent = "disputed";
+      disputed.textContent = "structure disagrees";
       verdictCell.append(" ", disputed);
     }
     const confidenceCell = row.querySelector('[data-field="confidence"]');

@@ -89,13 +89,32 @@
     elapsed.textContent = seconds < 60 ? `${seconds} s` : `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
   }
 
+  // The status line, the place in the queue and why the run waits (verifier/web/run_state.py). Once the run has
+  // left the queue, its place, its reason and the "queued" message are gone, and its time counts from its start.
+  function showStatus(status) {
+    $("run-status").textContent = STATUS_LABELS[status] || status;
+    $("run-status").dataset.status = status;
+    page.dataset.status = status;
+    if (status === "queued") return;
+    ["queue-position", "wait-reason"].forEach((id) => $(id) && ($(id).hidden = true));
+    document.querySelectorAll(".messages li.run-queued").forEach((message) => message.remove());
+    if (status === "running" && !$("verdict").dataset.verdict) $("verdict").textContent = "Investigating…";
+  }
+
+  function showWaiting(state) {
+    showStatus(state.status);
+    if (state.started_at && figures.startedAt === null) figures.startedAt = Date.parse(state.started_at);
+    if (state.status !== "queued") return;
+    const place = $("queue-position");
+    const reason = $("wait-reason");
+    place.textContent = state.position_text;
+    place.hidden = !state.position_text;
+    reason.textContent = state.waiting;
+    reason.hidden = !state.waiting;
+  }
+
   function applyStatus(run) {
-    $("run-status").textContent = STATUS_LABELS[run.status] || run.status;
-    $("run-status").dataset.status = run.status;
-    if ($("queue-position") && run.status !== "queued") $("queue-position").remove();
-    if ($("awaiting-model") && run.status !== "queued") $("awaiting-model").remove();
-    if (run.status === "running" && !$("verdict").dataset.verdict) $("verdict").textContent = "Investigating…";
-    page.dataset.status = run.status;
+    showStatus(run.status);
     figures.prompt = run.prompt_tokens;
     figures.completion = run.completion_tokens;
     showTokens();
@@ -108,6 +127,7 @@
 
   function showVerdict(verdict) {
     const box = $("verdict");
+    page.dataset.verdict = verdict;  // the verdict step takes its colour (run.css)
     box.dataset.verdict = verdict;
     box.className = "verdict verdict-" + verdict;
     box.textContent = VERDICT_LABELS[verdict] || verdict;
@@ -278,7 +298,6 @@
     o: () => {
       const reason = $("review-reason");
       if (!reason || !$("review-override")) return;
-      reason.dataset.intent = "override";
       reason.focus();
     },
     m: () => page.dataset.canReview === "true" && go(page.dataset.promoteUrl),
@@ -297,10 +316,10 @@
     const target = event.target;
     const typing = target.closest && target.closest("input, textarea, select, [contenteditable]");
     if (typing) {
-      // in the reason box, Ctrl/Cmd+Enter sends the override that "o" started
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.dataset.intent === "override") {
+      // in the reason box, Ctrl/Cmd+Enter sends it: as an override where the reviewer may override, else a comment
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.id === "review-reason") {
         event.preventDefault();
-        submitDecision("review-override");
+        submitDecision($("review-override") ? "review-override" : "review-comment");
       } else if (event.key === "Escape") {
         target.blur();
       }
@@ -319,13 +338,19 @@
   if ($("pause-toggle")) $("pause-toggle").addEventListener("click", () => setPaused(!paused));
   if ($("show-buffered")) $("show-buffered").addEventListener("click", () => setPaused(false));
   if ($("shortcuts-button")) $("shortcuts-button").addEventListener("click", toggleShortcuts);
-  if ($("review-override")) {
-    $("review-override").addEventListener("click", () => ($("review-reason").dataset.intent = "override"));
-  }
   showElapsed();
   if (page.dataset.state === "live") {
     window.setInterval(() => figures.finishedAt === null && showElapsed(), 1000);
     connect();
+  }
+  // While the run waits, its place counts down and its reason changes: asked every few seconds until it has started
+  // (the websocket says so too; whichever comes first).
+  if (page.dataset.status === "queued" && page.dataset.stateUrl && window.KGVPoll) {
+    window.KGVPoll(page.dataset.stateUrl, (state) => {
+      if (page.dataset.status !== "queued") return true;
+      showWaiting(state);
+      return state.status !== "queued";
+    }, 3000);
   }
   if ($("graph")) loadGraph();
 })();

@@ -1,6 +1,6 @@
 // The structural-model strip of the queue and run pages (templates/verifier/structure_status.html):
 // while a model of the page's KG is queued or training, poll the status JSON and redraw the strip, so
-// "training 45%" becomes "ready: ComplEx, validation MRR 0.383" without a reload.
+// "training (45%), about 6 min left" becomes "ready (ranks unseen facts well: 0.38)" without a reload.
 (function () {
   "use strict";
 
@@ -19,6 +19,7 @@
     line.dataset.state = model.state;
     line.className = `structure-model state-${model.state}`;
     line.querySelector(".structure-text").textContent = model.text;
+    line.querySelector(".structure-text").title = model.detail;
     const bar = line.querySelector(".structure-progress");
     bar.value = model.percent;
     bar.textContent = `${model.percent}%`;

@@ -2,8 +2,8 @@
 a claim's triples written as over-eagerly as the embedded 1.5B model wrote them (the triple the claim states and
 triples it does not), so the product, not the stand-in, must keep a claim to what it says.
 
-Each call waits a little so a browser can watch the steps arrive one by one; with ``hold`` set to an unset
-``threading.Event`` the final answers wait for it, so a test can look at a run in flight."""
+Each call waits a little so a browser can watch the steps arrive one by one; a test can hold the calls about a claim
+(``hold``/``release``) to keep a worker slot busy for as long as it needs."""
 
 from __future__ import annotations
 
@@ -21,13 +21,24 @@ OVER_EAGER = {
                                        "Paul McCartney || member of political party || American Academy of Arts and Sciences",
     "x": "Marietta Shaginyan || creator || Marietta Shaginyan",
 }
-HOLD_TIMEOUT = 60.0
+HOLD_SECONDS = 120  # a held claim is let go after this, whatever the test does: no call hangs for ever
 
 
 class ScriptedInvestigator:
     def __init__(self, *, delay: float = 0.6, verdict: str = "Correct"):
         self.delay, self.verdict = delay, verdict
-        self.hold: threading.Event | None = None
+        self._held: dict[str, threading.Event] = {}
+
+    def hold(self, claim: str) -> None:
+        """Hold every call about ``claim`` (its "In words" line: "Paris — country — France") until ``release``: a
+        run of it keeps its worker slot busy, as a long investigation does."""
+        self._held[claim] = threading.Event()
+
+    def release(self, claim: str | None = None) -> None:
+        """Let the calls about ``claim`` (None: every held claim) go on."""
+        for name in [claim] if claim else list(self._held):
+            if event := self._held.pop(name, None):
+                event.set()
 
     def __call__(self, body: dict) -> str:
         time.sleep(self.delay)
@@ -37,6 +48,8 @@ class ScriptedInvestigator:
         if system.startswith("You rewrite a claim"):
             return self.pseudo_subgraph(messages[-1].get("content", ""))
         match = re.search(r"^In words: <<<claim: (.*)>>>$", text, re.MULTILINE)
+        if match and (held := self._held.get(match.group(1).strip())) is not None:
+            held.wait(HOLD_SECONDS)
         head, *_, tail = match.group(1).split(" — ") if match else ("the head", "the tail")
         if system.startswith("You are a verification strategist"):
             return (f"=== Initial Impression ===\n[{self.verdict}] Because {head} is known to be linked to {tail}.\n"
@@ -48,8 +61,6 @@ class ScriptedInvestigator:
             return f"Thought: Now how {head} and {tail} are connected.\nAction: KG_Path({head}, {tail})"
         keys = re.findall(r"\[(E\d+)\]", "\n".join(m.get("content") or "" for m in messages if m.get("role") == "user"))
         cite = f"[{keys[0]}]" if keys else ""
-        if self.hold is not None:
-            self.hold.wait(HOLD_TIMEOUT)
         return (f"Thought: The evidence {cite} settles it.\n"
                 f"Final Answer: [{self.verdict}] Because the retrieved facts {cite} connect {head} and {tail}.")
 

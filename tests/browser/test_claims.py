@@ -7,8 +7,6 @@ the whole claim stands over its parts."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from tests.browser.conftest import sign_in
@@ -38,7 +36,8 @@ def test_a_claim_is_its_one_stated_triple_and_its_verdict_waits_for_that_part(br
                                                                                scripted_model):
     make_user("curator", username="cora")
     page = sign_in(browser_context, "cora", PASSWORD)
-    hold = scripted_model.investigator.hold = threading.Event()  # the part's run stays in flight until released
+    held = "Douglas Adams — place of birth — Cambridge"
+    scripted_model.investigator.hold(held)  # the part's run stays in flight until released
     try:
         claim = _submit(page, claims_kg, "Douglas Adams was born in Cambridge.")
         page.wait_for_selector("#claim-parts td a:has-text('running')", timeout=150_000)  # after its KG's model
@@ -53,8 +52,7 @@ def test_a_claim_is_its_one_stated_triple_and_its_verdict_waits_for_that_part(br
         assert "Not every part has a verdict yet" in page.inner_text("#claim-justification")
         assert not Run.objects.get(task=claim.parts.get().task).is_finished
     finally:
-        hold.set()
-        scripted_model.investigator.hold = None
+        scripted_model.investigator.release(held)
     page.wait_for_selector("#claim-verdict[data-verdict=supported]", timeout=60_000)
     assert page.inner_text("#claim-justification").startswith(
         "Every part holds as the claim says: Douglas Adams || place of birth || Cambridge: Correct")

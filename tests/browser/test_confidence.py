@@ -48,11 +48,12 @@ def test_the_run_page_swaps_in_the_confidence_and_the_dispute_when_the_run_ends(
 
 def test_the_structural_model_strip_follows_training_to_ready_without_a_reload(browser_context, world_kg, make_user):
     make_user("viewer", username="vic")
-    model = training(world_kg)
+    model = training(world_kg, stage="training: network 3 of 5, epoch 40/300, held-out MRR 0.351 — about 6 min left")
     page = sign_in(browser_context, "vic", PASSWORD)
     page.goto("/")
     line = page.locator(f"#structure-status .structure-model[data-kg-id='{world_kg.pk}']")
-    assert "training 45% (epoch 40/300, held-out MRR 0.351)" in line.inner_text()
+    assert "Structural model: training (45%), about 6 min left" in line.inner_text()  # the curator's words
+    assert line.locator(".structure-text").get_attribute("title").startswith("training: network 3 of 5")  # the job's
     assert line.locator("progress").is_visible()
     shoot(page, "structure-training")
     page.evaluate("window.__sameDocument = true")
@@ -60,7 +61,8 @@ def test_the_structural_model_strip_follows_training_to_ready_without_a_reload(b
     StructuralModel.objects.filter(pk=model.pk).update(status="ready", progress=1.0, stage="ready",
                                                        config={"kge": {"model": "ComplEx"}}, metrics={"validation": {"mrr": 0.43}})
     page.wait_for_selector(f"#structure-status .structure-model[data-kg-id='{world_kg.pk}'][data-state=ready]")
-    assert "ready: ComplEx, held-out MRR 0.430" in line.inner_text() and line.locator("progress").is_hidden()
+    assert "ready (ranks unseen facts well: 0.43)" in line.inner_text() and line.locator("progress").is_hidden()
+    assert line.locator(".structure-text").get_attribute("title") == "ComplEx, held-out MRR 0.430"
     assert page.evaluate("window.__sameDocument") is True
 
 

@@ -1,5 +1,6 @@
 """The reviewer's and the curator's day in a real browser, for what the other browser tests do not walk:
-decide with a key and land on the next task of the filtered queue, undo that decision; an import that
+decide with a key and land on the next task awaiting review in the filtered queue, undo that decision; decide without
+seeing the gold label, and override from the keyboard; an import that
 names the KG's closest names for a misspelt one; the entity look-up; quality signals and the evaluation
 triples kept out of the work queue."""
 
@@ -34,7 +35,7 @@ def test_a_reviewer_decides_with_a_key_lands_on_the_next_task_and_undoes_it(brow
     page.wait_for_url(re.compile(rf"/(tasks/{older.task_id}|runs/{older.pk})/"), timeout=30_000)  # the next task
     review = wait_for(lambda: Review.objects.filter(run=newer).first(), 10, "the accept")
     assert review.decision == "accept" and "queue=status%3Dverified" in page.url  # still in the filtered view
-    assert "this is the next task of the queue" in page.inner_text(".messages")
+    assert "this is the next task awaiting review" in page.inner_text(".messages")
 
     page.click("#undo-button")
     wait_for(lambda: not Review.objects.filter(run=newer).exists(), 10, "the undo")
@@ -76,3 +77,32 @@ def test_a_curator_finds_names_sees_signals_and_keeps_evaluation_triples_apart(b
     assert page.locator(f"#queue-table tr[data-task-id='{benchmark.pk}']").count() == 1
     page.goto("/?signal=cites_nothing&origin=all")
     assert page.locator("#queue-table tbody tr[data-task-id]").count() == 1
+
+
+def test_a_reviewer_sees_no_gold_label_or_benchmark_source_before_deciding_and_overrides_from_the_keyboard(
+        browser_context, world_kg, make_user):
+    curator = make_user("curator", username="cora")
+    make_user("reviewer", username="rita")
+    make_user("admin", username="ada")
+    task = task_of(world_kg, "Q42", "P27", "Q145")
+    VerificationTask.objects.filter(pk=task.pk).update(expected_label=False, source="valid_negatives.txt:1383")
+    run = finished_run(task, curator)
+
+    page = sign_in(browser_context, "rita", PASSWORD)
+    for path in ("/", f"/runs/{run.pk}/"):  # the queue's row and the run: neither the label nor the file that gives it
+        page.goto(path)
+        html = page.content()
+        assert "gold" not in page.inner_text("main") and "valid_negatives" not in html, path
+    page.uncheck("#review-advance")
+    page.fill("#review-reason", "The passages name Cambridge, not a citizenship.")
+    page.keyboard.press("Control+Enter")  # sends the reason as an override, no mouse needed
+    page.wait_for_selector("#review-state[data-state=overridden]")
+    review = Review.objects.get(run=run)
+    assert (review.decision, review.verdict) == ("override", "incorrect")
+    assert page.inner_text("#gold-label") == "gold label incorrect"  # once decided, the label is there to learn from
+    assert "valid_negatives.txt:1383" in page.inner_text("#claim-row")
+
+    browser_context.clear_cookies()  # an administrator sees them at any time
+    admin = sign_in(browser_context, "ada", PASSWORD)
+    admin.goto("/")
+    assert admin.locator(f"#queue-table tr[data-task-id='{task.pk}'] .gold").inner_text() == "gold: incorrect"

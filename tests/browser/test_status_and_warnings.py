@@ -1,15 +1,13 @@
 """What tells a curator how the service is doing without asking: the top bar's service line (is the model
-answering, how deep is the run queue), a queued run's place in the queue with its ETA, and an evaluation
-page's warning when the outcome is degenerate."""
+answering, how deep is the run queue and why runs wait; a queued run's own page is tests/browser/test_live_state.py),
+and an evaluation page's warning when the outcome is degenerate."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from tests.browser.conftest import sign_in
-from tests.browser.test_workbench import finished_run, task_of
+from tests.browser.test_workbench import task_of
 from tests.users import PASSWORD
 from verifier.evaluation import metrics
 from verifier.evaluation.metrics import Outcome
@@ -18,26 +16,19 @@ from verifier.models import Evaluation, Run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_the_top_bar_and_a_queued_run_say_where_the_work_stands(browser_context, world_kg, make_user):
+def test_the_top_bar_says_how_many_runs_wait_and_why(browser_context, world_kg, make_user):
     curator = make_user("curator", username="quinn")
-    finished_run(task_of(world_kg, "Q42", "P19", "Q350"), curator)  # the pace an ETA is taken from
-    # Runs recorded as queued but never handed to the worker stay queued, in the order they were made.
-    ahead = Run.objects.create(task=task_of(world_kg, "Q42", "P27", "Q145"), status=Run.Status.QUEUED, created_by=curator)
-    waiting = Run.objects.create(task=task_of(world_kg, "Q42", "P27", "Q142"), status=Run.Status.QUEUED, created_by=curator)
+    # Runs recorded as queued whose message has not reached the workers: they are waiting to be handed over.
+    for tail in ("Q145", "Q142"):
+        Run.objects.create(task=task_of(world_kg, "Q42", "P27", tail), status=Run.Status.QUEUED, created_by=curator)
 
     page = sign_in(browser_context, "quinn", PASSWORD)
-    page.goto(f"/runs/{waiting.pk}/")
+    page.goto("/")
     status = page.locator("#service-status[data-state=up]")
     status.wait_for()
-    assert status.inner_text().split() == "2 queued · 0 running".split()  # 1,400 px: the model's name is in the title
+    depth = status.locator(".depth").inner_text()  # 1,400 px: the model's name is in the title
+    assert depth == "2 queued · 0 running (2 are being handed to a verification worker)", depth
     assert "The model scripted answers" in status.get_attribute("title")
-    position = page.locator("#queue-position").inner_text()
-    assert re.fullmatch(r"2nd in the queue; a worker takes it in about \d+ s", position), position
-
-    ahead.delete()
-    page.goto(f"/runs/{waiting.pk}/")
-    assert page.locator("#queue-position").inner_text().startswith("1st in the queue")
-    page.locator("#service-status .depth", has_text="1 queued · 0 running").wait_for()
 
 
 def _evaluation(kg, name: str, verdicts: list[str]) -> Evaluation:

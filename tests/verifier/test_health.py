@@ -93,7 +93,9 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     assert no_role.status_code == 403 and no_role.json()["error"]["message"] == "this needs the viewer role"
     response = _curator().get("/health/status/")
     assert response.status_code == 200
-    assert response.json() == {"model": {"ok": True, "state": "up", "name": "local"}, "queued": 2, "running": 1}
+    body = response.json()
+    assert body.pop("waiting").startswith("2 ")  # why they wait (test_the_waiting_reason_… below)
+    assert body == {"model": {"ok": True, "state": "up", "name": "local"}, "queued": 2, "running": 1}
 
     # The model's answer is shared for a few seconds by every open page; why a model is down stays with admins.
     from tests.http_fixtures import refused_url
@@ -105,26 +107,40 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     assert '"ok": false' in body and "127.0.0.1" not in body and "Error" not in body
 
 
-def test_a_model_too_busy_to_answer_is_busy_while_runs_are_investigated_and_down_otherwise(fresh_status, monkeypatch):
-    """The embedded model computing on every core answers no other request until it is done: with runs in flight
-    that is busy (healthy, amber in the header), with none it is not answering."""
-    from tests.http_fixtures import LocalHTTPServer
+def test_a_model_that_takes_the_connection_but_answers_late_is_busy_not_down(fresh_status, monkeypatch):
+    """The embedded model computing on every core answers no other request until it is done: it is busy (healthy,
+    amber in the header), not down; a model that refuses the connection is down."""
+    from tests.http_fixtures import LocalHTTPServer, refused_url
 
     monkeypatch.setattr(health, "MODEL_TIMEOUT_SECONDS", 0.3)
     with LocalHTTPServer() as server:
         server.route("/v1/models", {"data": [{"id": "local"}]})
         monkeypatch.setenv("LLM_BASE_URL", server.url + "/v1")
         server.delay_next(2, times=4)
-        assert _curator().get("/health/status/").json()["model"] == {"ok": False, "state": "down", "name": "local"}
-        model = _checks(_staff().get("/health/"))["model"]
-        assert not model["ok"] and "ReadTimeout" in model["detail"]
-
-        world = make_world()
-        Run.objects.create(task=world.task(tail="Q145"), status=Run.Status.RUNNING)
-        cache.delete(health.STATUS_CACHE_KEY)
         assert _curator().get("/health/status/").json()["model"] == {"ok": True, "state": "busy", "name": "local"}
-        model = _checks(_staff().get("/health/"))["model"]
-        assert model["ok"] and "busy" in model["detail"] and "1 run(s) are being investigated" in model["detail"]
+        response = _staff().get("/health/")
+        model = _checks(response)["model"]
+        assert model["ok"] and "is busy: connected, but no answer to GET /models within 0.3 s" in model["detail"]
+    monkeypatch.setenv("LLM_BASE_URL", refused_url() + "/v1")
+    cache.delete(health.STATUS_CACHE_KEY)
+    assert _curator().get("/health/status/").json()["model"] == {"ok": False, "state": "down", "name": "local"}
+
+
+def test_the_waiting_reason_says_what_holds_queued_runs(fresh_status):
+    world = make_world()
+    queued = Run.objects.create(task=world.task(tail="Q145"), status=Run.Status.QUEUED)
+    running = [Run.objects.create(task=world.task(tail=tail), status=Run.Status.RUNNING) for tail in ("Q350", "Q142")]
+    assert health.waiting_reason(1, health.QueueWorkers(0, 0, 0)) == "1 wait because no verification worker is running"
+    assert health.waiting_reason(1, health.QueueWorkers(1, 4, 1)) == "1 are being handed to a verification worker"
+    # The workers' answer may be seconds old: the runs the database knows to be running count at once.
+    assert health.waiting_reason(1, health.QueueWorkers(1, 2, 0)) == "1 wait: all 2 verification slots are busy"
+    # A worker whose slots also serve trainings: a training holding a slot is named.
+    assert health.waiting_reason(1, health.QueueWorkers(1, 3, 3, elsewhere=1)) == (
+        "1 wait: all 3 verification slots are busy (1 with other work, such as a training)")
+    Run.objects.filter(pk__in=[r.pk for r in running]).delete()
+    job = training(local_kg("codex-s"))
+    Run.objects.filter(pk=queued.pk).update(awaiting_model=job)
+    assert health.waiting_reason(1, health.QueueWorkers(1, 4, 0)) == "1 wait for their KG's first structural model to finish training"
 
 
 def test_health_page_renders_for_browsers(celery_worker_process):
@@ -144,14 +160,14 @@ def _structural(response) -> dict:
     return _checks(response)["structural models"]
 
 
-def test_a_kg_without_a_structural_model_is_healthy_and_says_how_to_train_one(celery_worker_process):
+def test_a_kg_without_a_structural_model_is_healthy_and_tells_the_administrator_how_to_train_one(celery_worker_process):
     local_kg("codex-s")
     KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL, version=3)  # remote: no model to have
     KnowledgeGraph.objects.create(name="empty")  # nothing loaded yet (version 0)
     response = _staff().get("/health/")
     check = _structural(response)
     assert response.status_code == 200, _checks(response)
-    assert check["ok"] and check["detail"] == "codex-s: none trained (manage.py train_kge codex-s)"
+    assert check["ok"] and check["detail"] == "codex-s: not trained yet (to train it: manage.py train_kge codex-s)"
 
 
 def test_a_model_in_training_shows_its_progress_and_stays_healthy(celery_worker_process):
@@ -159,7 +175,7 @@ def test_a_model_in_training_shows_its_progress_and_stays_healthy(celery_worker_
     response = _staff().get("/health/")
     check = _structural(response)
     assert response.status_code == 200
-    assert check["ok"] and check["detail"] == "codex-s: training 45% (epoch 40/300, held-out MRR 0.351)"
+    assert check["ok"] and check["detail"] == "codex-s: training (45%) — training: epoch 40/300, held-out MRR 0.351"
 
 
 def test_a_ready_model_names_its_kind_and_validation_mrr(celery_worker_process):
@@ -167,13 +183,13 @@ def test_a_ready_model_names_its_kind_and_validation_mrr(celery_worker_process):
     ready(kg, mrr=0.2, version=1)  # of the previous version: no longer counts
     ready(kg)
     check = _structural(_staff().get("/health/"))
-    assert check["ok"] and check["detail"] == "codex-s: ready: ComplEx, held-out MRR 0.430"
+    assert check["ok"] and check["detail"] == "codex-s: ready (ranks unseen facts well: 0.43) — ComplEx, held-out MRR 0.430"
     # A KG with its own validation split reports the figure the benchmarks and docs quote.
     newest = ready(kg)
     newest.metrics = {**newest.metrics, "dataset_validation": {"mrr": 0.383, "hits_at_10": 0.622}}
     newest.save(update_fields=["metrics"])
     check = _structural(_staff().get("/health/"))
-    assert check["detail"] == "codex-s: ready: ComplEx, validation MRR 0.383"
+    assert check["detail"] == "codex-s: ready (ranks unseen facts well: 0.38) — ComplEx, validation MRR 0.383"
 
 
 def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery_worker_process):
@@ -181,20 +197,23 @@ def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery
     response = _staff().get("/health/")
     check = _structural(response)
     assert response.status_code == 503 and not check["ok"]
-    assert check["detail"] == "codex-s: failed: RuntimeError: CUDA out of memory (manage.py train_kge codex-s)"
+    assert check["detail"] == ("codex-s: its training failed — RuntimeError: CUDA out of memory "
+                               "(to train it: manage.py train_kge codex-s)")
 
 
 def test_a_stalled_job_degrades_health_unless_a_ready_model_still_serves(celery_worker_process):
     kg = local_kg("codex-s")
     training(kg, beat_ago=timedelta(minutes=12))
     check = _structural(_staff().get("/health/"))
-    assert not check["ok"] and check["detail"].startswith("codex-s: stalled (no progress since ")
+    assert not check["ok"] and check["detail"].startswith("codex-s: its training stopped (no sign of life since ")
     assert "manage.py train_kge codex-s" in check["detail"]
 
     serving = ready(kg)
     training(kg, beat_ago=timedelta(minutes=12))  # the retraining job after it died too
     check = _structural(_staff().get("/health/"))
-    assert check["ok"] and check["detail"].endswith(f"; serving the ready model #{serving.pk} (ComplEx, held-out MRR 0.430)")
+    assert check["ok"] and "; meanwhile the previous model scores facts (ranks unseen facts well: 0.43)" in check["detail"]
+    assert check["detail"].endswith(f"; serving model #{serving.pk}: ComplEx, held-out MRR 0.430 "
+                                    "(to train it: manage.py train_kge codex-s)")
 
 
 def test_a_failed_retraining_next_to_a_ready_model_stays_healthy():
@@ -202,7 +221,7 @@ def test_a_failed_retraining_next_to_a_ready_model_stays_healthy():
     ready(kg)
     failed(kg)
     [status] = structural_statuses()
-    assert status.ok and status.state == "failed" and "serving the ready model" in status.text
+    assert status.ok and status.state == "failed" and "meanwhile the previous model scores facts" in status.text
 
 
 def test_the_structural_check_reads_every_kg_in_two_queries(django_assert_max_num_queries):
@@ -219,4 +238,4 @@ def test_the_structural_check_reads_every_kg_in_two_queries(django_assert_max_nu
 def test_health_page_lists_the_structural_models(celery_worker_process):
     training(local_kg("codex-s"))
     page = _staff().get("/health/", HTTP_ACCEPT="text/html").content.decode()
-    assert "structural models" in page and "codex-s: training 45% (epoch 40/300, held-out MRR 0.351)" in page
+    assert "structural models" in page and "codex-s: training (45%) — training: epoch 40/300, held-out MRR 0.351" in page

@@ -4,8 +4,8 @@ Columns: head, relation, tail and optionally label (true/false, 1/0, correct/inc
 naming the columns is optional; without one the columns are taken in that order. Each term resolves to
 exactly one entity (relation) of the KG by id, then by label, then by alias, case-insensitively; an
 unknown or ambiguous term is a problem reported with its line number and the candidates, and an unknown
-one with the closest names the KG has ("did you mean …?": trigram similarity for entities, string
-similarity over the few relation names).
+one with the closest names the KG has ("did you mean …?": trigram similarity for entities; for the few
+relations, spelling, a shared word or meaning).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,10 +21,13 @@ from pathlib import Path
 
 from django.db.models import Q
 from django.db.models.functions import Lower
+from pgvector.django import CosineDistance
 
 from verifier.kg.store import PostgresKG
 from verifier.kg.textfile import Problem, read_text
+from verifier.memory import encoder
 from verifier.models import Entity, KnowledgeGraph, Relation, VerificationTask
+from verifier.queue_filters import by_origin
 
 COLUMNS = ("head", "relation", "tail", "label")
 _LABELS = {
@@ -33,6 +37,8 @@ _LABELS = {
 }
 MAX_CANDIDATES_SHOWN = 5
 SUGGESTIONS = 3  # closest names offered for an unknown term
+MIN_RELATION_SIMILARITY = 0.5  # cosine of two relation names' embeddings ("born in", "place of birth": 0.72)
+_WORD = re.compile(r"[^\W\d_]{4,}")  # a word worth sharing: four letters or more ("of", "at" are not)
 MAX_SUGGESTED_TERMS = 50  # a file of garbage gets its first unknown terms suggested for, not a query per row
 
 
@@ -152,14 +158,29 @@ def _similar_entities(kg: KnowledgeGraph) -> Callable[[str], list[str]]:
 
 
 def _similar_relations(kg: KnowledgeGraph) -> Callable[[str], list[str]]:
+    """The relations closest to an unknown relation name: by spelling (a typo: "contry"), by a word they share
+    ("citizenship" → "country of citizenship") and by meaning, the label embeddings' cosine ("born in" → "place of
+    birth"; the KG's relations are few, their labels embedded when it was loaded)."""
     names: dict[str, str] = {}
     for external_id, label, aliases in Relation.objects.filter(kg=kg).values_list("external_id", "label", "aliases"):
-        for name in (label, *aliases):
-            names.setdefault(name.lower(), f"{label} ({external_id})")
+        for name in (label, external_id, *aliases):
+            if name:
+                names.setdefault(name.lower(), f"{label or external_id} ({external_id})")
+    embedded = Relation.objects.filter(kg=kg, embedding__isnull=False)
+
+    def by_meaning(term: str) -> list[str]:
+        if not embedded.exists():
+            return []
+        nearest = embedded.annotate(distance=CosineDistance("embedding", encoder.encode_one(term))).order_by("distance")
+        return [str(relation) for relation in nearest[:SUGGESTIONS] if 1 - relation.distance >= MIN_RELATION_SIMILARITY]
 
     def similar(term: str) -> list[str]:
-        close = difflib.get_close_matches(term.lower(), list(names), n=SUGGESTIONS * 2, cutoff=0.6)
-        return list(dict.fromkeys(names[c] for c in close))[:SUGGESTIONS]
+        lowered = term.lower()
+        close = difflib.get_close_matches(lowered, list(names), n=SUGGESTIONS * 2, cutoff=0.6)
+        words = set(_WORD.findall(lowered))
+        sharing = sorted((name for name in names if words & set(_WORD.findall(name))),
+                         key=lambda name: -difflib.SequenceMatcher(None, lowered, name).ratio())
+        return list(dict.fromkeys([*(names[name] for name in [*close, *sharing]), *by_meaning(term)]))[:SUGGESTIONS]
 
     return similar
 
@@ -198,23 +219,27 @@ class PreviewRow:
 class ImportPreview:
     lines: int
     resolved: int
-    new: int
+    new: int  # triples the import would put in the work queue
+    already_queued: int  # triples of the file the work queue holds already: left as they are
+    repeated: int  # rows that name a triple an earlier row of the file names
     rows: list[PreviewRow]  # the first PREVIEW_ROWS resolved rows, as the KG names them
     problems: list[Problem]
 
 
 def preview(kg: KnowledgeGraph, path: Path) -> ImportPreview:
-    """What importing ``path`` into ``kg`` would queue, without queueing anything."""
+    """What importing ``path`` into ``kg`` would queue, without queueing anything. A triple an evaluation drew has a
+    task outside the work queue: the import moves it into the queue, so it counts as new, as the import counts it."""
     rows, problems = read_flagged(path)
     resolved, unresolved = resolve_rows(kg, rows, path)
     keys = {(r.head_id, r.relation_id, r.tail_id) for r in resolved}
-    queued = set(VerificationTask.objects.filter(kg=kg, head_id__in={k[0] for k in keys}, relation_id__in={k[1] for k in keys})
-                 .values_list("head_id", "relation_id", "tail_id")) & keys
+    existing = VerificationTask.objects.filter(kg=kg, head_id__in={k[0] for k in keys}, relation_id__in={k[1] for k in keys})
+    queued = set(by_origin(existing, "work").values_list("head_id", "relation_id", "tail_id")) & keys
     shown = resolved[:PREVIEW_ROWS]
     entities = Entity.objects.in_bulk({r.head_id for r in shown} | {r.tail_id for r in shown})
     relations = Relation.objects.in_bulk({r.relation_id for r in shown})
     return ImportPreview(
-        lines=len(rows), resolved=len(resolved), new=len(keys - queued),
+        lines=len(rows), resolved=len(resolved), new=len(keys - queued), already_queued=len(queued),
+        repeated=len(resolved) - len(keys),
         rows=[PreviewRow(r.line, entities[r.head_id], relations[r.relation_id], entities[r.tail_id], r.label,
                          (r.head_id, r.relation_id, r.tail_id) in queued) for r in shown],
         problems=sorted(problems + unresolved, key=lambda p: p.line),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote, urlsplit
 
 from django import template
 from django.utils.html import escape
@@ -91,6 +92,29 @@ def evidence_kind(item) -> str:
     if item.kind == SupportItem.Kind.RULE and payload.get("role") in RULE_ROLES:
         return f"{label} · {RULE_ROLES[payload['role']]}"
     return label
+
+
+# A KG backend's cache version in an evidence source: "codex-s (local:codex-s#1:v1@1796451280)" names the KG codex-s.
+BACKEND_VERSION = re.compile(r"\s*\((?:local|sparql):[^)]*\)")
+
+
+@register.filter
+def source_label(source: str) -> str:
+    """An evidence item's source as a curator reads it: a KG by its name, without the version string the tools record
+    for their caches (the page keeps the whole source in the cell's title)."""
+    return BACKEND_VERSION.sub("", source or "")
+
+
+URL_LABEL_CHARS = 40
+
+
+@register.filter
+def url_label(url: str) -> str:
+    """A link's text for a long URL: its host and path, shortened to URL_LABEL_CHARS with an ellipsis (the link and its
+    title keep the whole URL), so that a narrow column wraps at spaces instead of breaking the URL letter by letter."""
+    parts = urlsplit(url or "")
+    text = unquote(parts.netloc.removeprefix("www.") + parts.path.rstrip("/")) or (url or "")
+    return text if len(text) <= URL_LABEL_CHARS else text[:URL_LABEL_CHARS - 1] + "…"
 
 
 LONG_TOKEN = re.compile(r"\S{24,}")

@@ -93,7 +93,8 @@ class TaskImportForm(forms.Form):
             raise forms.ValidationError(f"Upload a .csv or .tsv file (got {suffix or 'no extension'}).")
         if upload.size > settings.KGV_MAX_UPLOAD_BYTES:
             megabytes = settings.KGV_MAX_UPLOAD_BYTES // (1024 * 1024)
-            raise forms.ValidationError(f"The file is larger than {megabytes} MB; use manage.py import_tasks.")
+            raise forms.ValidationError(f"The file is larger than {megabytes} MB: split it, or ask an administrator to import it "
+                                        "from a shell.")
         return upload
 
 

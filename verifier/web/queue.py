@@ -42,7 +42,7 @@ from verifier.queue_filters import (
     filter_tasks,
 )
 from verifier.roles import ADMIN, CURATOR, REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import audit_events, run_pace, tasks_in_flight
+from verifier.selectors import answers_shown, audit_events, run_pace, tasks_in_flight
 from verifier.uploads import save_upload, uploaded_file
 from verifier.web.forms import BulkActionForm, TaskImportForm, assignable_users, run_config, run_kinds
 from verifier.web.links import run_url, task_url
@@ -54,8 +54,14 @@ DEFAULT_PAGE_SIZE = 50
 SORT_CHOICES = (("-created", "Newest first"), ("created", "Oldest first"), ("-confidence", "Most confident"),
                 ("confidence", "Least confident"), ("status", "Status"), ("relation", "Relation A→Z"),
                 ("-relation", "Relation Z→A"), ("-updated", "Recently changed"))
-DISPUTED_CHOICES = (("true", "Only disputed"), ("false", "Not disputed"))
+# ``disputed`` is about the structural evidence, not the reviewers (whose disagreement is the Review filter's "reviewers
+# disagree"): the filter is named for what it does.
+DISPUTED_CHOICES = (("true", "disputes the verdict"), ("false", "does not dispute it"))
 ORIGIN_CHOICES = (("work", "Work queue"), ("evaluation", "Evaluations"), ("all", "All tasks"))
+# The filters folded under "More filters": a newcomer meets the search, status, verdict and sort; these open by
+# themselves once one is in use.
+MORE_FILTERS = ("kg", "relation", "agreement", "disputed", "origin", "source", "claim", "kg_audit", "signal",
+                "confidence_min", "confidence_max", "assignee")
 
 
 def _page_size(request: HttpRequest) -> int:
@@ -95,10 +101,12 @@ def _filter_choices(in_view) -> dict:
     }
 
 
-def _rows(tasks, queue_param: str) -> list[VerificationTask]:
+def _rows(tasks, queue_param: str, user) -> list[VerificationTask]:
     """Each task with the links its row shows; the task and run links carry the queue's filters along, so a
-    review opened from either advances through this view."""
+    review opened from either advances through this view. A row shows its gold label and source only to those who
+    may see them (``answers_shown``)."""
     rows = list(tasks)
+    shown = answers_shown(user, rows)
     suffix = f"?{urlencode({'queue': queue_param})}" if queue_param else ""
     verdict_labels = dict(Verdict.choices)
     claims: dict[int, list[int]] = {}
@@ -112,6 +120,7 @@ def _rows(tasks, queue_param: str) -> list[VerificationTask]:
         task.run_href = run_url(task.latest_run_id) + suffix if task.latest_run_id else ""
         task.live = task.latest_run_status in Run.IN_FLIGHT
         task.signal_list = described(task.signals)
+        task.answer_shown = task.pk in shown
     return rows
 
 
@@ -136,6 +145,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "per_page": DEFAULT_PAGE_SIZE,
         "queue_param": queue_context_param(request),
         "filtered": any(request.GET.get(name) for name in FILTER_PARAMS if name != "sort"),
+        "more_filters_set": any(request.GET.get(name) for name in MORE_FILTERS),
         "saved_views": saved_views(request.user),
         "pace": run_pace(),
         "evidence_pace": run_pace("evidence"),
@@ -148,7 +158,7 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         context["per_page"] = _page_size(request)
         tasks = filter_tasks(VerificationTask.objects.all(), request.GET, user=request.user)
         page = Paginator(tasks, context["per_page"]).get_page(request.GET.get("page"))
-        page.object_list = _rows(page.object_list, context["queue_param"])
+        page.object_list = _rows(page.object_list, context["queue_param"], request.user)
     except QueueFilterError as error:
         return render(request, "verifier/queue.html", {**context, "filter_error": error, "page": None}, status=400)
     return render(request, "verifier/queue.html", {**context, "page": page})

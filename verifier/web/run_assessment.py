@@ -27,7 +27,8 @@ class RunAssessment:
     disputed_reason: str
     p_true: float | None
     factors: list[Factor] = field(default_factory=list)
-    structural_model: str = ""  # "ComplEx model #4 of codex-s v2", or ""
+    structural_model: str = ""  # "the structural model #4 of codex-s (version 2)", or ""
+    structural_model_detail: str = ""  # its builders' description: "ComplEx model #4 of codex-s v2"
     cited_keys: frozenset[str] = frozenset()  # evidence keys with a row in the claim-vs-evidence table
 
     @property
@@ -62,7 +63,7 @@ def _keys(assessment: dict, *features: str) -> tuple[str, ...]:
     return tuple(str(key) for feature in features for key in (keys.get(feature) or []))
 
 
-NOT_WEIGHED = " — not weighed: the confidence model gives it no weight"
+NOT_WEIGHED = " — left out: the confidence model does not count it"
 # The language model's answer is never called the verdict: the verdict is what curators review (the header's).
 MODEL_ANSWER = "The language model's own answer"
 
@@ -93,11 +94,11 @@ def factors(assessment: dict) -> list[Factor]:
     if answer := _answer_text(assessment, unweighed):
         rows.append(Factor("agent_verdict", MODEL_ANSWER, answer))
     if "structural_probability" in assessment:
-        rows.append(Factor("structural_probability", "Structural probability (KG embedding) that the triple is true",
-                           _probability_text(assessment["structural_probability"], "not available (no ready structural model)"),
+        rows.append(Factor("structural_probability", "Plausibility: how well the triple fits the rest of the KG",
+                           _probability_text(assessment["structural_probability"], "not available (no structural model is ready)"),
                            _keys(assessment, "structural")))
     if "rule_probability" in assessment:
-        rows.append(Factor("rule_probability", "Rule probability that the triple is true",
+        rows.append(Factor("rule_probability", "Rules the KG follows: probability that the triple is true",
                            _probability_text(assessment["rule_probability"], "no mined rule applies"), _keys(assessment, "rules")))
     if isinstance(assessment.get("reading"), dict):
         judged = {"supports", "contradicts"} & {name for name, count in assessment["reading"].items() if count}
@@ -109,8 +110,8 @@ def factors(assessment: dict) -> list[Factor]:
                            _probability_text(assessment["p_true"], "not computed")))
     if "confidence_model" in assessment:
         model = assessment["confidence_model"]
-        rows.append(Factor("confidence_model", "Confidence model",
-                           f"#{model}" if model is not None else "none fitted yet (manage.py calibrate)"))
+        rows.append(Factor("confidence_model", "Weighed by",
+                           f"confidence model #{model}" if model is not None else "no confidence model yet"))
     return rows
 
 
@@ -123,5 +124,6 @@ def run_assessment(run: Run, cited_keys: frozenset[str] = frozenset()) -> RunAss
         confidence=run.confidence, disputed=run.disputed,
         disputed_reason=str(assessment.get("disputed_reason") or ""),
         p_true=_probability(assessment.get("p_true")), factors=factors(assessment),
-        structural_model=model.description if model is not None else "", cited_keys=cited_keys,
+        structural_model=f"the structural model #{model.pk} of {model.kg.name} (version {model.kg_version})" if model else "",
+        structural_model_detail=model.description if model is not None else "", cited_keys=cited_keys,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import F, QuerySet, Window
+from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import Lag, Lead
 from django.http import QueryDict
 
@@ -123,6 +123,23 @@ def _ordering(tasks: QuerySet) -> list:
         terms.append("-id")
     return [term if not isinstance(term, str) else F(term[1:]).desc() if term.startswith("-") else F(term).asc()
             for term in terms]
+
+
+def next_to_review(task: VerificationTask, queue: str = "", user=None) -> int | None:
+    """The task a reviewer who has just decided on ``task`` turns to: the next one after it in the view's order that
+    awaits a reviewer's decision (verified: its run has a verdict nobody has decided on), else the first such one of
+    the view; None when no other task of the view awaits review."""
+    tasks = queue_tasks(queue, user)
+    ordering = _ordering(tasks)
+    awaiting = tasks.filter(Q(status=VerificationTask.Status.VERIFIED) | Q(pk=task.pk))
+    ranked = awaiting.order_by().annotate(next_id=Window(Lead("id"), order_by=ordering)).values("id", "next_id")
+    sql, params = ranked.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT next_id FROM ({sql}) AS queue WHERE id = %s", [*params, task.pk])
+        row = cursor.fetchone()
+    if row and row[0]:
+        return row[0]
+    return awaiting.exclude(pk=task.pk).order_by(*ordering).values_list("id", flat=True).first()
 
 
 def queue_neighbours(task: VerificationTask, queue: str = "", user=None) -> tuple[int | None, int | None]:

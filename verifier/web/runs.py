@@ -22,10 +22,11 @@ from verifier.models import Review, Run, RunMemory, Verdict, VerificationTask
 from verifier.quality import described
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX
 from verifier.roles import CURATOR, REVIEWER, VIEWER, has_role, role_required
-from verifier.selectors import awaited_training, in_kg, queue_position, queue_wait, stated_by_kg
+from verifier.selectors import answers_shown, in_kg, stated_by_kg
 from verifier.web.forms import RunStartForm, run_config, run_kinds
 from verifier.web.run_assessment import run_assessment
-from verifier.web.run_evidence import queue_neighbours, review_state, support_subgraph
+from verifier.web.run_evidence import next_to_review, queue_neighbours, review_state, support_subgraph
+from verifier.web.run_state import run_state, run_state_json
 from verifier.web.structure import status_context
 
 UNDO_SESSION_KEY = "kgv_undo_review"
@@ -58,11 +59,11 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
     reviews = list(run.reviews.select_related("reviewer"))
     previous_id, next_id = queue_neighbours(run.task, queue, request.user)
     overridden_to = Verdict.overridden(run.verdict)
-    position = queue_position(run)
     return {
         "run": run,
         "task": run.task,
         "in_kg": in_kg(run.task.kg, run.stated),
+        "answer_shown": bool(answers_shown(request.user, [run.task])),
         "live": not run.is_finished,
         "steps": steps,
         "last_seq": steps[-1].seq if steps else 0,
@@ -87,9 +88,7 @@ def _run_context(request: HttpRequest, run: Run) -> dict:
         "other_runs": list(run.task.runs.exclude(pk=run.pk).order_by("-created_at", "-id")[:10]),
         "assessment": run_assessment(run, frozenset(item.key for item in items if item.cited)),
         "signals": described(run.signals),
-        "queue_position": position,
-        "awaiting": awaited_training(run),
-        "eta": queue_wait(run),
+        "state": run_state(run),
         **status_context([run.task.kg_id]),
     }
 
@@ -147,9 +146,9 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
     if decision in DECISIONS_NEEDING_REVIEWER and not has_role(request.user, REVIEWER):
         raise PermissionDenied("deciding on a verdict needs the reviewer role")
     queue = request.POST.get("queue", "")
-    # The next task of the view as the reviewer saw it: a decision may take this task out of the view
-    # (a queue of verified tasks no longer holds it once reviewed), and then it has no next.
-    _, next_id = queue_neighbours(run.task, queue, request.user)
+    # The next task awaiting review in the view as the reviewer saw it: a decision may take this task out of the view
+    # (a queue of verified tasks no longer holds it once reviewed), and then it has no place to count from.
+    next_id = next_to_review(run.task, queue, request.user)
     try:
         review = services.review_run(run=run, reviewer=request.user, decision=decision, reason=request.POST.get("reason", ""),
                             verdict=request.POST.get("verdict", ""))
@@ -159,9 +158,12 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
         return render(request, "verifier/run_detail.html", context, status=400)
     label = dict(Review.Decision.choices)[decision]
     request.session[UNDO_SESSION_KEY] = review.pk
-    if decision != Review.Decision.COMMENT and request.POST.get("advance") and next_id:
-        messages.success(request, f"{label} recorded for run {run.pk}; this is the next task of the queue.")
-        return redirect(_with_queue(reverse("task-detail", args=[next_id]), queue))
+    if decision != Review.Decision.COMMENT and request.POST.get("advance"):
+        if next_id:
+            messages.success(request, f"{label} recorded for run {run.pk}; this is the next task awaiting review.")
+            return redirect(_with_queue(reverse("task-detail", args=[next_id]), queue))
+        messages.success(request, f"{label} recorded for run {run.pk}; no other task of this view awaits review.")
+        return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
     messages.success(request, f"{label} recorded for run {run.pk}.")
     return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
 
@@ -212,7 +214,8 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
         except confidence.Unweighed as exc:
             messages.error(request, f"No new run: {exc}.")
             return redirect(_with_queue(reverse("task-detail", args=[task.pk]), queue))
-        messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.")
+        # tagged: the page drops it once the run has started (static/kgv/run.js)
+        messages.success(request, f"Run {run.pk} queued; its steps appear here as a worker takes them.", extra_tags="run-queued")
         return redirect(_with_queue(reverse("run-detail", args=[run.pk]), queue))
     latest = task.runs.order_by("-created_at", "-id").first()
     if latest is not None:
@@ -220,6 +223,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     previous_id, next_id = queue_neighbours(task, queue, request.user)
     return render(request, "verifier/task_detail.html", {
         "task": task,
+        "answer_shown": bool(answers_shown(request.user, [task])),
         "undo_review": undoable_review(request),
         "queue": queue,
         "run_kinds": run_kinds([task.kg_id]),
@@ -233,6 +237,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", run_detail, name="run-detail"),
     path("runs/<int:run_id>/compare/<int:other_id>/", run_compare, name="run-compare"),
     path("runs/<int:run_id>/graph.json", run_graph, name="run-graph"),
+    path("runs/<int:run_id>/state.json", run_state_json, name="run-state"),
     path("runs/<int:run_id>/cancel/", run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/review/", run_review, name="run-review"),
     path("reviews/<int:review_id>/undo/", review_undo, name="review-undo"),

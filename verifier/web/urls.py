@@ -4,6 +4,7 @@ from verifier.web import (
     claims,
     confidence,
     entities,
+    guide,
     kg_audits,
     kg_changes,
     memory,
@@ -19,4 +20,4 @@ from verifier.web import (
 urlpatterns = [*queue.urlpatterns, *saved_views.urlpatterns, *runs.urlpatterns, *memory.urlpatterns, *structure.urlpatterns,
                *webhooks.urlpatterns, *entities.urlpatterns,
                *reviewers.urlpatterns, *confidence.urlpatterns, *claims.urlpatterns, *kg_changes.urlpatterns,
-               *kg_audits.urlpatterns, *onboarding.urlpatterns]
+               *kg_audits.urlpatterns, *onboarding.urlpatterns, *guide.urlpatterns]

@@ -164,7 +164,7 @@ def test_loading_codex_s_loads_its_reference_kg_beside_it(codex_subset, tmp_path
     assert "fb15k-237 is the reference KG of codex-s" in out.getvalue()
     assert len(ReferenceIndex(codex, codex.references.get()).matched) == len(ids)
     status = {s.kg: s.text for s in structural_statuses()}["fb15k-237"]  # the workbench's strip
-    assert status == "none trained (manage.py train_kge fb15k-237); the reference KG of codex-s, which needs none"
+    assert status == "none needed: fb15k-237 is the reference KG of codex-s"
     version = KnowledgeGraph.objects.get(name="fb15k-237").version
     call_command("load_kg", "codex-s", "--no-kge", "--no-embed", "--no-progress", stdout=io.StringIO())
     assert KnowledgeGraph.objects.get(name="fb15k-237").version == version  # loaded once

@@ -79,13 +79,14 @@ def test_the_page_explains_how_the_confidence_was_reached_and_which_model_scored
     assert {key: re.sub(r"\s*<a .*", "", value) for key, value in factors.items()} == {
         "agent_verdict": "Correct — weighed with the evidence below", "structural_probability": "0.08",
         "rule_probability": "no mined rule applies",
-        "reading": "2 supporting, 1 contradicting, 0 silent", "p_true": "0.22", "confidence_model": "#7",
+        "reading": "2 supporting, 1 contradicting, 0 silent", "p_true": "0.22", "confidence_model": "confidence model #7",
     }
     # each figure links to the evidence it was read from: a cited row, or the list of everything retrieved
     assert re.findall(r'href="#([\w-]+)">\[(E\d)\]', factors["structural_probability"]) == [("evidence-E1", "E1")]
     assert re.findall(r'href="#([\w-]+)">\[(E\d)\]', factors["reading"]) == [("evidence-E3", "E3"), ("retrieved-E4", "E4")]
     assert 'id="how-confidence" open' in page  # a disputed verdict opens its account
-    assert f"Triple scored by the structural model: ComplEx model #{run.structural_model_id} of runs-kg v1." in page
+    assert f"Plausibility from the structural model #{run.structural_model_id} of runs-kg (version 1)." in page
+    assert f'title="ComplEx model #{run.structural_model_id} of runs-kg v1"' in page  # the builders' words, in its title
 
 
 def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
@@ -93,14 +94,14 @@ def test_signals_the_confidence_model_gives_no_weight_say_so(viewer, world):
     run.assessment = {**ASSESSMENT, "unweighed": ["supports", "contradicts", "agent_verdict"]}
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
-    note = " — not weighed: the confidence model gives it no weight"
+    note = " — left out: the confidence model does not count it"
     assert factors["agent_verdict"] == "Correct" + note
     assert re.sub(r"\s*<a .*", "", factors["reading"]) == "2 supporting, 1 contradicting, 0 silent" + note
     assert factors["structural_probability"].startswith("0.08 <a")  # weighed: no note
     run.assessment = {**ASSESSMENT, "unweighed": ["contradicts"]}  # the supporting sentences are weighed
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
-    assert factors["agent_verdict"] == "Correct — weighed with the evidence below" and "not weighed" not in factors["reading"]
+    assert factors["agent_verdict"] == "Correct — weighed with the evidence below" and "left out" not in factors["reading"]
     run.assessment = {**ASSESSMENT, "reading": {"supports": 0, "contradicts": 0, "silent": 0}, "keys": {}}  # sentences listed unjudged
     run.save(update_fields=["assessment"])
     factors = dict(re.findall(r'<div data-factor="(\w+)"><dt>.*?</dt><dd>(.*?)</dd></div>', _page(viewer, run)))
@@ -172,7 +173,7 @@ def test_the_queue_shows_the_structural_model_training_with_a_progress_bar_that_
     strip = _section(page, "structure-status")
     assert f'data-url="{reverse("structure-status")}"' in strip
     assert 'data-state="training"' in strip and "Structural model:" in strip
-    assert "training 45% (epoch 40/300, held-out MRR 0.351)" in strip
+    assert ">training (45%)</span>" in strip and 'title="training: epoch 40/300, held-out MRR 0.351"' in strip
     assert '<progress class="structure-progress" max="100" value="45"' in strip
     assert "kgv/structure.js" in page
 
@@ -188,7 +189,7 @@ def test_the_status_json_follows_the_model_from_training_to_ready(viewer, world)
                                                        metrics={"validation": {"mrr": 0.43}})
     later = viewer.get(url).json()
     assert later["in_flight"] is False
-    assert [(m["state"], m["text"], m["ok"]) for m in later["models"]] == [("ready", "ready: ComplEx, held-out MRR 0.430", True)]
+    assert [(m["state"], m["text"], m["ok"]) for m in later["models"]] == [("ready", "ready (ranks unseen facts well: 0.43)", True)]
 
 
 def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
@@ -196,7 +197,7 @@ def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
     failed(local_kg("other-kg"))
     ready(world.kg)
     strip = _section(_page(viewer, run), "structure-status")
-    assert "ready: ComplEx, held-out MRR 0.430" in strip and "other-kg" not in strip and "failed" not in strip
+    assert "ready (ranks unseen facts well: 0.43)" in strip and "other-kg" not in strip and "failed" not in strip
     assert f'data-url="{reverse("structure-status")}?kg={world.kg.pk}"' in strip
     assert re.search(r'<progress [^>]* hidden>', strip)  # nothing in flight, no bar
 
@@ -204,7 +205,8 @@ def test_the_run_page_shows_the_structural_model_of_its_own_kg(viewer, world):
 def test_a_stalled_or_failed_model_is_said_plainly(viewer, world):
     failed(world.kg, error="TrainingError: runs-kg has no triples to train on")
     strip = _section(viewer.get(reverse("queue")).content.decode(), "structure-status")
-    assert 'data-state="failed"' in strip and "failed: TrainingError: runs-kg has no triples to train on" in strip
+    assert 'data-state="failed"' in strip and ">its training failed</span>" in strip
+    assert 'title="TrainingError: runs-kg has no triples to train on"' in strip  # the builders' words in its title
 
 
 def test_an_admin_trains_a_failed_model_again_from_the_strip_and_comes_back_to_the_page(make_user, world):

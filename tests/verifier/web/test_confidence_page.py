@@ -80,7 +80,9 @@ def test_the_page_shows_the_model_in_force_and_how_its_verdicts_fared_with_the_r
     assert sum(int(n) for n in re.findall(r'<td class="num">(\d+)</td><td class="num">0\.\d+</td>', bins)) == 40
     assert "Fit a model on" not in section and "None yet: an admin fits one" in section  # a viewer cannot refit
     assert "One can be fitted before anything is reviewed, on its structural calibration triples" in section
-    assert f"<code>manage.py calibrate --kg {kg.name} --calibration-triples</code>" in section
+    assert "manage.py" not in section  # command lines are for administrators
+    admin = client_for(make_user, "admin").get(reverse("confidence")).content.decode().split(f'id="kg-{kg.pk}"')[1]
+    assert f"<code>manage.py calibrate --kg {kg.name} --calibration-triples</code>" in admin
     assert "Its structural model is not trained yet: its calibration triples come from that training." in section
     # every run was weighed with no model recorded: none is this model's yet
     assert "40 finished runs of this KG\n    were weighed by another confidence model" in section

@@ -197,7 +197,8 @@ def test_a_disputed_verdict_carries_a_badge_with_its_reason_in_its_row_and_the_l
     assert 'class="badge disputed"' in row and 'title="ComplEx gives the triple 0.08 while the agent says Correct."' in row
     other = page.split(f'data-task-id="{queue.incorrect.pk}"')[1].split("</tr>")[0]
     assert "badge disputed" not in other
-    assert '<select name="disputed">' in page and '<option value="true">Only disputed</option>' in page
+    # named for what it filters: the structural evidence's dispute, not the reviewers' (the Review filter's "split")
+    assert '>Structural evidence <select name="disputed">' in page and '<option value="true">disputes the verdict</option>' in page
     rows = {row["id"]: row for row in queue.client.get(reverse("queue-status"),
                                                        {"tasks": f"{queue.correct.pk},{queue.incorrect.pk}"}).json()["tasks"]}
     assert rows[queue.correct.pk]["disputed"] is True and rows[queue.correct.pk]["disputed_reason"].startswith("ComplEx gives")

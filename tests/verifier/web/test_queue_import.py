@@ -130,7 +130,7 @@ def test_a_preview_shows_what_an_import_would_queue_and_queues_it_on_confirmatio
     shown = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", GOOD_FILE), "step": "preview"})
     page = shown.content.decode()
     assert shown.status_code == 200 and 'id="import-preview"' in page
-    assert "2 rows: 2 resolved, <strong>1 new</strong>" in page and "already queued" in page
+    assert "2 rows: 2 resolved, <strong>1 new</strong>, 1 already in the queue. Nothing is queued yet." in page
     assert "Cambridge" in page and "Queue 1 triple</button>" in page
     assert VerificationTask.objects.filter(kg=world.kg).count() == 1  # nothing queued yet
     token = re.search(r'name="confirm" value="(\w+)"', page).group(1)
@@ -141,6 +141,39 @@ def test_a_preview_shows_what_an_import_would_queue_and_queues_it_on_confirmatio
     assert not any((tmp_path / "import-previews").iterdir())  # the kept file is gone
     stale = client.post(reverse("queue-import"), {"confirm": token}, follow=True).content.decode()
     assert "That preview is no longer available" in stale and VerificationTask.objects.filter(kg=world.kg).count() == 2
+
+
+def test_a_preview_counts_a_repeated_row_and_a_triple_an_evaluation_drew_as_the_import_does(make_user, settings, tmp_path):
+    settings.KGV_CACHE_DIR = tmp_path
+    world = make_world()
+    world.task("Q42", "P27", "Q142", source="evaluation:codex-kge-400")  # not in the work queue: the import moves it in
+    repeated = GOOD_FILE + "Q42,P27,Q142,false\n"
+    client = client_for(make_user, "curator")
+    page = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("flagged.csv", repeated),
+                                                 "step": "preview"}).content.decode()
+    counts = re.sub(r"\s+", " ", re.search(r'id="preview-counts">(.*?)</p>', page, re.S).group(1))
+    assert counts == "3 rows: 3 resolved, <strong>2 new</strong>, 1 repeating an earlier row. Nothing is queued yet."
+    assert "already in the queue</td>" not in page
+    token = re.search(r'name="confirm" value="(\w+)"', page).group(1)
+    done = client.post(reverse("queue-import"), {"confirm": token}, follow=True).content.decode()
+    assert "2 triple(s) queued on runs-kg from 3 row(s)" in done
+
+
+def test_an_unknown_relation_gets_the_closest_relations_by_spelling_word_or_meaning(make_user, settings, tmp_path):
+    from tests.world import ENTITIES, PASSAGES, RELATIONS, TRIPLES  # a KG loaded as any is: its relation labels embedded
+    from verifier.kg.loader import load_source
+    from verifier.kg.sources import KGSource
+
+    kg = load_source(KGSource("world", "World", "", triples=lambda: iter(TRIPLES), entities=ENTITIES, relations=RELATIONS,
+                              passages=PASSAGES)).kg
+    flagged = ("head,relation,tail\nDouglas Adams,born in,Cambridge\nDouglas Adams,citizenship,United Kingdom\n"
+               "Douglas Adams,contry,United Kingdom\nDouglas Adams,zzqx,Cambridge\n")
+    page = client_for(make_user, "curator").post(reverse("queue-import"), {"kg": kg.pk, "file": upload("flagged.csv", flagged)})
+    problems = dict(re.findall(r'<td class="num">(\d+)</td><td>(.*?)</td>', page.content.decode()))
+    assert problems["2"].startswith("&#x27;born in&#x27; is not in the KG — did you mean place of birth (P19)")  # meaning
+    assert "did you mean country of citizenship (P27)" in problems["3"]  # a shared word
+    assert "did you mean country (P17)" in problems["4"]  # spelling
+    assert problems["5"] == "&#x27;zzqx&#x27; is not in the KG"  # nothing close: no guess
 
 
 def test_a_preview_of_a_file_with_bad_rows_lists_them_and_offers_no_confirmation(make_user, settings, tmp_path):

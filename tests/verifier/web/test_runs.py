@@ -48,6 +48,7 @@ def _endpoints(world, finished):
     return [
         ("run page", "get", reverse("run-detail", args=[finished.pk]), {}, "viewer"),
         ("subgraph", "get", reverse("run-graph", args=[finished.pk]), {}, "viewer"),
+        ("state", "get", reverse("run-state", args=[live.pk]), {}, "viewer"),
         ("compare", "get", reverse("run-compare", args=[finished.pk, make_finished_run(world, finished.task).pk]), {}, "viewer"),
         ("task page", "get", reverse("task-detail", args=[fresh_task.pk]), {}, "viewer"),
         ("start run", "post", reverse("task-detail", args=[fresh_task.pk]), {}, "curator"),
@@ -327,15 +328,18 @@ def test_a_queue_filter_the_queue_page_would_reject_falls_back_to_the_whole_queu
 
 # ---- review that flows: decide, advance, undo ----------------------------------------------------------
 
-def test_a_decision_advances_to_the_next_task_and_can_be_undone_from_there(make_user, world):
-    reviewed = make_finished_run(world)  # the newer task comes first in the queue
-    older = world.task("Q42", "P19", "Q350")
-    VerificationTask.objects.filter(pk=older.pk).update(created_at=reviewed.task.created_at.replace(year=2020))
+def test_a_decision_advances_to_the_next_task_awaiting_review_and_can_be_undone_from_there(make_user, world):
+    reviewed = make_finished_run(world)  # the newest task comes first in the queue
+    no_run = world.task("Q42", "P19", "Q350")  # next in the queue, but nothing to review: passed over
+    older = make_finished_run(world, world.task("Q350", "P17", "Q145"))
+    VerificationTask.objects.filter(pk=no_run.pk).update(created_at=reviewed.task.created_at.replace(year=2021))
+    VerificationTask.objects.filter(pk=older.task_id).update(created_at=reviewed.task.created_at.replace(year=2020),
+                                                            status="verified")
     client = client_for(make_user, "reviewer")
     response = _review(client, reviewed, decision="accept", advance="1")
-    assert response["Location"] == reverse("task-detail", args=[older.pk])
-    page = client.get(response["Location"]).content.decode()
-    assert "this is the next task of the queue" in page and 'id="undo-form"' in page
+    assert response["Location"] == reverse("task-detail", args=[older.task_id])
+    page = client.get(response["Location"], follow=True).content.decode()
+    assert "this is the next task awaiting review" in page and 'id="undo-form"' in page
     review = Review.objects.get(run=reviewed)
     assert f'action="{reverse("review-undo", args=[review.pk])}"' in page
     assert VerificationTask.objects.get(pk=reviewed.task_id).status == "reviewed"
@@ -348,10 +352,14 @@ def test_a_decision_advances_to_the_next_task_and_can_be_undone_from_there(make_
     assert 'id="undo-form"' not in client.get(undone["Location"]).content.decode()
 
 
-def test_without_advance_or_a_next_task_the_decision_stays_on_the_run(make_user, finished):
+def test_without_advance_or_a_next_task_the_decision_stays_on_the_run(make_user, world, finished):
     client = client_for(make_user, "reviewer")
     response = _review(client, finished, decision="accept")
     assert response["Location"] == reverse("run-detail", args=[finished.pk])
+    other = make_finished_run(world, world.task("Q42", "P19", "Q350", status="verified"))
+    response = _review(client, other, decision="accept", advance="1")  # nothing else awaits review: it stays, and says so
+    assert response["Location"] == reverse("run-detail", args=[other.pk])
+    assert "no other task of this view awaits review" in client.get(response["Location"]).content.decode()
 
 
 def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, finished):
@@ -370,17 +378,32 @@ def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, fin
     assert "can be undone for 15 minutes" in late and Review.objects.filter(pk=review.pk).exists()
 
 
-def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(make_user, world, finished):
+def test_a_queued_run_takes_its_place_from_the_workers_line_and_its_wait_from_the_pace_of_recent_runs(make_user, world,
+                                                                                                     finished):
     from datetime import timedelta
+
+    from verifier.selectors import place_in_line, queue_wait
 
     Run.objects.filter(pk=finished.pk).update(finished_at=finished.started_at + timedelta(seconds=40))
     first = Run.objects.create(task=world.task("Q145", "P17", "Q142"), status=Run.Status.QUEUED)
     second = Run.objects.create(task=world.task("Q350", "P17", "Q145"), status=Run.Status.QUEUED)
+    # The line is the broker's order, not the order the rows were made in: a run sent again stands behind.
+    line = [finished.pk, second.pk, first.pk]  # the finished run's message is still held by its worker: not ahead
+    assert place_in_line(second, line).position == 1 and place_in_line(first, line).ahead == (second.pk,)
+    assert queue_wait(first, place_in_line(first, line)) == "about 80 s"
+    assert place_in_line(first, [second.pk]).position is None  # no message for it (yet): no place to show
+    assert place_in_line(second, None).position == 2  # a broker that cannot be read: the order they were made in
+    assert place_in_line(finished, line).position is None
+
+    # Its page shows no place it does not have, and says why it has not started.
     client = client_for(make_user, "viewer")
     page = client.get(reverse("run-detail", args=[second.pk])).content.decode()
-    assert re.search(r'id="queue-position"[^>]*>2nd in the queue; a worker takes it in about 80 s', page)
-    assert "1st in the queue; a worker takes it in about 40 s" in client.get(reverse("run-detail", args=[first.pk])).content.decode()
-    assert 'id="queue-position"' not in client.get(reverse("run-detail", args=[finished.pk])).content.decode()
+    assert re.search(r'id="queue-position"[^>]*hidden', page) and "Not in the workers&#x27; queue yet" in page
+    state = client.get(reverse("run-state", args=[second.pk])).json()
+    assert (state["status"], state["position"], state["position_text"]) == ("queued", None, "")
+    assert state["waiting"].startswith("Not in the workers' queue yet")
+    assert client.get(reverse("run-state", args=[finished.pk])).json()["waiting"] == ""
+
     queue = client_for(make_user, "curator").get(reverse("queue")).content.decode()
     assert 'data-agent-seconds="40.0"' in queue and "data-evidence-seconds" not in queue  # the bulk run's estimate
     Run.objects.create(task=world.task("Q350", "P17", "Q142"), status=Run.Status.SUCCEEDED, config={"mode": "evidence"},
@@ -390,8 +413,9 @@ def test_a_queued_run_shows_its_place_in_the_queue_and_when_a_worker_takes_it(ma
     weighing = [Run.objects.create(task=world.task("Q42", "P17", tail), status=Run.Status.QUEUED, config={"mode": "evidence"})
                 for tail in ("Q145", "Q142")]
     last = Run.objects.create(task=world.task("Q42", "P17", "Q350"), status=Run.Status.QUEUED)
-    assert "4th in the queue; a worker takes it in about 84 s" in client.get(reverse("run-detail", args=[weighing[1].pk])).content.decode()
-    assert "5th in the queue; a worker takes it in about 2 min" in client.get(reverse("run-detail", args=[last.pk])).content.decode()
+    line = [first.pk, second.pk, *(run.pk for run in weighing), last.pk]
+    assert queue_wait(weighing[1], place_in_line(weighing[1], line)) == "about 84 s"
+    assert queue_wait(last, place_in_line(last, line)) == "about 2 min"
 
 
 def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(make_user, finished):
@@ -416,3 +440,23 @@ def test_reviewer_figures_count_decisions_kept_verdicts_and_agreement(make_user,
     assert (figures["sam"].decisions, figures["sam"].overridden, figures["sam"].agreement) == (1, 1, 0.0)
     page = client_for(make_user, "viewer").get(reverse("reviewers")).content.decode()
     assert 'data-reviewer="rita"' in page and "100%" in page
+
+
+def test_the_gold_label_and_its_source_show_only_to_an_admin_on_an_evaluations_triple_or_after_deciding(make_user, world):
+    task = world.task(status=VerificationTask.Status.VERIFIED, source="valid_negatives.txt:1383", expected_label=False)
+    run = make_finished_run(world, task)
+    for role in ("viewer", "curator", "reviewer"):
+        page = client_for(make_user, role).get(reverse("run-detail", args=[run.pk])).content.decode()
+        assert "gold label" not in page and "valid_negatives" not in page, role
+        assert "valid_negatives" not in client_for(make_user, role).get(reverse("queue")).content.decode(), role
+    admin = client_for(make_user, "admin").get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "gold label incorrect" in admin and "valid_negatives.txt:1383" in admin
+
+    reviewer = client_for(make_user, "reviewer")
+    _review(reviewer, run, decision="comment", reason="looking")  # a comment decides nothing: still hidden
+    assert "gold label" not in reviewer.get(reverse("run-detail", args=[run.pk])).content.decode()
+    _review(reviewer, run, decision="accept")
+    assert "gold label incorrect" in reviewer.get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    VerificationTask.objects.filter(pk=task.pk).update(source="evaluation:codex-kge-400")  # an evaluation's data
+    assert "gold label incorrect" in client_for(make_user, "viewer").get(reverse("run-detail", args=[run.pk])).content.decode()
