@@ -38,14 +38,15 @@ class WorkerHandle:
 
 @contextmanager
 def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | None = None, timeout: float = 90,
-                  queue: str | None = None):
+                  queue: str | None = None, name: str | None = None):
     """A worker on the test database, stopped on exit, consuming ``queue`` (comma-separated queues). Without one it
-    gets a private queue (so no other test's worker takes its tasks), which is deleted afterwards."""
+    gets a private queue (so no other test's worker takes its tasks), which is deleted afterwards. Its hostname
+    starts with ``name`` (default: the queues)."""
     from kgv_web.celery import app
 
     private = queue is None
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
-    hostname = f"{queue.replace(',', '-')}-{uuid.uuid4().hex[:6]}@localhost"
+    hostname = f"{name or queue.replace(',', '-')}-{uuid.uuid4().hex[:6]}@localhost"
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "kgv_web", "worker", "--pool", pool, "--concurrency", str(concurrency),
          "--queues", queue, "--hostname", hostname, "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],

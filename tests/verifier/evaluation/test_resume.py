@@ -21,6 +21,7 @@ from verifier.evaluation import reports, runner
 from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import NO_MODEL_PREFIX, WorkerUnfit, worker_pool
 from verifier.models import Evaluation, EvaluationItem, Run
+from verifier.queueing import RUN_VERIFICATION, queue_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -154,7 +155,7 @@ def test_a_stopped_evaluation_leaves_no_run_running(world_kg, tmp_path, private_
 def test_runs_that_ask_a_model_refuse_a_worker_started_without_one():
     """A model-free evaluation's worker has no LLM endpoint: an evaluation whose runs ask a model must not
     queue them behind it (each would fail), and says which worker is in the way."""
-    with workers.celery_worker(queue=f"{NO_MODEL_PREFIX}test") as worker:
+    with workers.celery_worker(queue=queue_of(RUN_VERIFICATION), name=f"{NO_MODEL_PREFIX}test") as worker:
         with pytest.raises(WorkerUnfit, match=re.escape(worker.hostname)):
             with worker_pool(1, log=lambda line: None, needs_model=True):
                 pass

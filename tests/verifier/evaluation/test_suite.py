@@ -41,8 +41,10 @@ def test_the_suite_fills_the_table_row_by_row_with_the_seed_memory_bank(world_kg
     printed = capsys.readouterr().out
     assert f"Memory bank seeded with {MemoryEntry.objects.count()} investigations ({world_bank.name}): " in printed
     assert MemoryEntry.objects.filter(kg=world_kg).count() == MemoryEntry.objects.count() > 0
-    # and with the shipped confidence model in force, as `make demo` has it
-    assert f"Verdict confidence: {confidence.active_model(world_kg.pk).source}." in printed
+    # and with the shipped confidence model in force, as `make demo` has it; the world KG's structural model, trained
+    # for the suite, puts the KG's own label-free weighing in force
+    assert f"Verdict confidence: {confidence.active_model(None).source}." in printed
+    assert confidence.active_model(world_kg.pk).source == confidence.STRUCTURAL_ALONE
     assert f"Using the running Celery worker(s): {celery_worker_process}" in printed
 
     evaluations = list(Evaluation.objects.filter(suite="world-suite").order_by("created_at"))

@@ -189,7 +189,7 @@ def test_an_admin_has_the_worker_verify_the_calibration_triples_and_fits_the_kgs
     assert Evaluation.objects.filter(kg=kg).count() == 1
 
     response = admin.post(reverse("confidence-fit-calibration", args=[kg.pk]))
-    candidate = ConfidenceModel.objects.get(kg=kg)
+    candidate = ConfidenceModel.objects.get(kg=kg, source=f"evaluation {evaluation.name}")
     assert not candidate.active and confidence.active_model(kg.pk) == shipped  # a candidate, not in force
     assert candidate.metrics["n"] == len(triples) and candidate.source == f"evaluation {evaluation.name}"
     assert candidate.coefficients[FEATURES.index("structural_logit")] > 0
