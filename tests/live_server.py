@@ -17,6 +17,9 @@ import pytest
 
 from tests.workers import PROJECT_DIR, test_database_url
 
+# Daphne imports Django, Channels and the app before it answers: seconds alone, minutes on two cores under a full suite.
+START_TIMEOUT_SECONDS = 180
+
 
 @dataclass(frozen=True)
 class LiveServer:
@@ -46,17 +49,17 @@ def daphne_server(django_db_setup, django_db_blocker, app_env, celery_worker_pro
                                     "kgv_web.asgi:application"], cwd=PROJECT_DIR, env=env, stdout=subprocess.DEVNULL,
                                    stderr=stderr)
     server = LiveServer(f"http://127.0.0.1:{port}", port, log)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while True:
         if process.poll() is not None:
             pytest.fail(f"daphne exited: {server.log_text()[-2000:]}")
         try:
-            urllib.request.urlopen(f"{server.url}/health/?format=json", timeout=2)
+            urllib.request.urlopen(f"{server.url}/health/?format=json", timeout=10)
             break
         except OSError:
             if time.monotonic() > deadline:
                 process.kill()
-                pytest.fail("daphne did not answer within 60 s")
+                pytest.fail(f"daphne did not answer within {START_TIMEOUT_SECONDS} s")
             time.sleep(0.3)
     yield server
     process.terminate()
