@@ -24,9 +24,9 @@ from kgv_web.celery import app
 from verifier.errors import ApplicationError
 from verifier.queueing import RUN_VERIFICATION, queue_of
 
-START_TIMEOUT_SECONDS = 90.0
+START_TIMEOUT_SECONDS = 240.0  # a worker imports Django, the app and its models: minutes on two cores busy with a training
 STOP_GRACE_SECONDS = 10.0
-TASK_NAME = "verifier.run_verification"
+TASK_NAME = RUN_VERIFICATION
 NO_MODEL_PREFIX = "kgv-eval-nollm-"
 
 
