@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -31,7 +31,7 @@ from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
 from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
-from verifier.params import get_ids, get_int, is_id
+from verifier.params import ParameterError, get_ids, get_int, is_id
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
     FILTER_PARAMS,
@@ -172,7 +172,11 @@ def queue_rows(request: HttpRequest) -> HttpResponse:
     """The rows ``?tasks=1,2,3`` of the queue table as the page renders them (templates/verifier/queue_row.html):
     static/kgv/queue.js swaps them in while their runs are queued or running. ``queue`` is the view's filters the
     rows' links carry (the page's ``queue_param``); ``graph=1`` when the table has a Graph column."""
-    tasks = annotate_latest(VerificationTask.objects.filter(pk__in=get_ids(request.GET, "tasks")))
+    try:
+        ids = get_ids(request.GET, "tasks")
+    except ParameterError as error:  # said in words to whoever asked, as the pages do; a script only skips the answer
+        return HttpResponseBadRequest(f"{error}\n", content_type="text/plain; charset=utf-8")
+    tasks = annotate_latest(VerificationTask.objects.filter(pk__in=ids))
     tasks = tasks.select_related("kg", "head", "relation", "tail", "assignee").order_by("pk")
     return render(request, "verifier/queue_rows.html", {
         "rows": _rows(tasks, request.GET.get("queue", ""), request.user),
