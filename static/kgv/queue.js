@@ -1,6 +1,6 @@
 // The queue page (ticking rows and confirming bulk actions is selection.js): the time and cost of running the
 // ticked tasks, a filter applied as soon as a choice changes, and the rows whose run is queued or running kept up
-// to date (polling the queue-status JSON).
+// to date (static/kgv/poll.js: the server's rows swapped in).
 (function () {
   "use strict";
 
@@ -41,63 +41,26 @@
     });
   }
 
-  function setBadge(cell, className, text, href) {
-    cell.textContent = "";
-    const badge = document.createElement(href ? "a" : "span");
-    badge.className = className;
-    badge.textContent = text;
-    if (href) badge.href = href;
-    cell.appendChild(badge);
-  }
-
-  function update(row, task) {
-    setBadge(row.querySelector('[data-field="status"]'), `badge status-${task.status}`, task.status_label, "");
-    const verdictCell = row.querySelector('[data-field="verdict"]');
-    // The run link carries the queue's filters like the row's task link (its ?queue=…), for decide-and-advance.
-    const view = new URL(row.querySelector("td.triple a").href).search;
-    if (task.verdict) setBadge(verdictCell, `badge verdict-${task.verdict}`, task.verdict_label, task.run_href + view);
-    if (task.verdict && task.disputed) {
-      const disputed = document.createElement("span");
-      disputed.className = "badge disputed";
-      disputed.dataset.field = "disputed";
-      disputed.title = task.disputed_reason || "The verdict and the structural evidence disagree";
-      disputed.textContent = "structure disagrees";
-      verdictCell.append(" ", disputed);
-    }
-    const confidenceCell = row.querySelector('[data-field="confidence"]');
-    if (task.confidence !== null) {
-      confidenceCell.textContent = "";
-      const wrap = document.createElement("span");
-      wrap.className = "confidence";
-      const meter = document.createElement("span");
-      meter.className = "meter";
-      const bar = document.createElement("span");
-      bar.className = "bar";
-      bar.style.width = `${Math.round(task.confidence * 100)}%`;
-      meter.appendChild(bar);
-      wrap.append(meter, task.confidence.toFixed(2));
-      confidenceCell.appendChild(wrap);
-    }
-    if (!task.live) delete row.dataset.live;
-  }
-
-  async function poll() {
+  // The rows whose run is queued or running (data-live) are asked for again as the server renders them
+  // (templates/verifier/queue_row.html, the page's own rows) and swapped in, ticks kept; a row whose run has ended
+  // comes back without data-live and is followed no more.
+  function liveRowsUrl() {
     const live = table ? Array.from(table.querySelectorAll("tr[data-live]")) : [];
-    if (!live.length) return;
-    const ids = live.map((row) => row.dataset.taskId).join(",");
-    try {
-      const response = await fetch(`${table.dataset.statusUrl}?tasks=${ids}`, { headers: { Accept: "application/json" } });
-      if (response.ok) {
-        const { tasks } = await response.json();
-        tasks.forEach((task) => {
-          const row = table.querySelector(`tr[data-task-id="${task.id}"]`);
-          if (row) update(row, task);
-        });
-      }
-    } catch (error) {
-      // The server is restarting or the network dropped; the next poll tries again.
-    }
-    window.setTimeout(poll, POLL_MS);
+    if (!live.length) return "";
+    return `${table.dataset.rowsUrl}&tasks=${live.map((row) => row.dataset.taskId).join(",")}`;
   }
-  window.setTimeout(poll, POLL_MS);
+
+  function keepTick(current, fresh) {
+    const ticked = current.querySelector("input.row-check");
+    const box = fresh.querySelector("input.row-check");
+    if (ticked && box) box.checked = ticked.checked;
+    fresh.classList.toggle("ticked", Boolean(ticked && ticked.checked));
+  }
+
+  if (table && window.KGVPoll) {
+    window.KGVPoll(liveRowsUrl, (rows) => {
+      window.KGVPoll.swap(rows, keepTick);
+      return false;
+    }, { every: POLL_MS, html: true });
+  }
 })();

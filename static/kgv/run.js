@@ -143,20 +143,12 @@
     refreshSections(run).then(loadGraph);
   }
 
-  // The confidence and its account, the evidence table, the memories used and the review panel are
-  // rendered by the server: once the run has ended they are fetched again and swapped in, so the page
-  // never needs a reload.
+  // The confidence and its account, the quality signals, the evidence table, the memories used and the review panel
+  // are rendered by the server (templates/verifier/run_sections.html, the templates the page includes): once the run
+  // has ended they are asked for again, with the page's queue, and each is swapped in by its id: no reload.
   function refreshSections(run) {
-    return fetch(window.location.href.split("#")[0], { credentials: "same-origin", headers: { Accept: "text/html" } })
-      .then((response) => (response.ok ? response.text() : Promise.reject(new Error(`HTTP ${response.status}`))))
-      .then((html) => {
-        const fresh = new DOMParser().parseFromString(html, "text/html");
-        ["verdict-confidence", "assessment", "evidence", "review"].forEach((id) => {
-          const current = $(id);
-          const replacement = fresh.getElementById(id);
-          if (current && replacement) current.replaceWith(document.importNode(replacement, true));
-        });
-      })
+    return window.KGVPoll.get(page.dataset.sectionsUrl + window.location.search, { html: true })
+      .then((sections) => window.KGVPoll.swap(sections))
       .catch(() => setConnection(`The run ${run.status}. `, true));
   }
 
@@ -345,7 +337,7 @@
   }
   // While the run waits, its place counts down and its reason changes: asked every few seconds until it has started
   // (the websocket says so too; whichever comes first).
-  if (page.dataset.status === "queued" && page.dataset.stateUrl && window.KGVPoll) {
+  if (page.dataset.status === "queued" && page.dataset.stateUrl) {
     window.KGVPoll(page.dataset.stateUrl, (state) => {
       if (page.dataset.status !== "queued") return true;
       showWaiting(state);

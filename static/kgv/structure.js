@@ -1,5 +1,5 @@
 // The structural-model strip of the queue and run pages (templates/verifier/structure_status.html):
-// while a model of the page's KG is queued or training, poll the status JSON and redraw the strip, so
+// while a model of the page's KG is queued or training, poll the status JSON (static/kgv/poll.js) and redraw the strip, so
 // "training (45%), about 6 min left" becomes "ready (ranks unseen facts well: 0.38)" without a reload.
 (function () {
   "use strict";
@@ -26,15 +26,10 @@
     bar.hidden = !model.in_flight;
   }
 
-  async function poll() {
-    if (!inFlight()) return;
-    try {
-      const response = await fetch(strip.dataset.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (response.ok) (await response.json()).models.forEach(update);
-    } catch (error) {
-      // The server is restarting or the network dropped; the next poll tries again.
-    }
-    window.setTimeout(poll, pollMs);
+  if (inFlight()) {
+    window.KGVPoll(strip.dataset.url, (state) => {
+      state.models.forEach(update);
+      return !inFlight();
+    }, pollMs);
   }
-  window.setTimeout(poll, pollMs);
 })();

@@ -112,6 +112,7 @@ def test_a_reviewer_overrides_one_run_promotes_another_and_the_next_run_uses_tha
     page.wait_for_selector("#review-error")
     assert not Review.objects.filter(run=overridden).exists()
     page.fill("#review-reason", "The retrieved path shows birth in Cambridge, not citizenship.")
+    page.uncheck("#review-advance")  # stay on the run to see the decision (advancing: test_review_flow.py)
     page.click("#review-override")
     page.wait_for_selector("#review-state[data-state=overridden]")
     shoot(page, "review", around="#review")

@@ -86,7 +86,7 @@ ID_PARAMETERS = [  # (path, role, parameter): every route the probe crashed, pag
     ("/api/runs/", "viewer", "task"), ("/api/runs/{run}/steps/", "viewer", "after"),
     ("/api/export/csv/", "viewer", "tasks"), ("/api/export/json/", "viewer", "tasks"), ("/api/claims/", "viewer", "kg"),
     ("/api/confidence-models/", "viewer", "kg"), ("/api/confidence-models/own-weighing/", "viewer", "kg"),
-    ("/structure/status.json", "viewer", "kg"), ("/queue/status.json", "viewer", "tasks"),
+    ("/structure/status.json", "viewer", "kg"), ("/queue/rows/", "viewer", "tasks"),
     ("/evaluations/compare/", "viewer", "a"),
 ]
 SEARCHED_AS_TEXT = [("/", "viewer", "relation"), ("/api/tasks/", "viewer", "relation"), ("/api/audit/", "admin", "actor"),

@@ -1,4 +1,4 @@
-"""Workbench pages: the queue of flagged triples (the home page), its bulk actions and live status, importing
+"""Workbench pages: the queue of flagged triples (the home page), its bulk actions and live rows, importing
 flagged triples from a file, and the audit log.
 
 Reading needs the viewer role (exporting too); running, assigning and importing the curator role; the
@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -31,7 +31,7 @@ from verifier.exports.records import SelectionError, select
 from verifier.kg.flagged import preview
 from verifier.kg.loader import ImportRejected
 from verifier.models import Agreement, AuditEvent, ClaimPart, KnowledgeGraph, Relation, Run, Verdict, VerificationTask
-from verifier.params import get_ids, get_int, is_id
+from verifier.params import ParameterError, get_ids, get_int, is_id
 from verifier.quality import SIGNALS, described
 from verifier.queue_filters import (
     FILTER_PARAMS,
@@ -154,6 +154,8 @@ def queue_page(request: HttpRequest) -> HttpResponse:
         "view_query": view_query(request.GET),
         **status_context(),
     }
+    context["show_graph"] = len(context["kgs"]) > 1
+    context["rows_url"] = _rows_url(context["queue_param"], context["show_graph"])
     try:
         context["per_page"] = _page_size(request)
         tasks = filter_tasks(VerificationTask.objects.all(), request.GET, user=request.user)
@@ -166,25 +168,25 @@ def queue_page(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @role_required(VIEWER)
-def queue_status(request: HttpRequest) -> JsonResponse:
-    """Status, latest verdict and confidence of the tasks ``?tasks=1,2,3``: the queue page polls it while
-    a row has a run queued or running."""
-    ids = get_ids(request.GET, "tasks")
+def queue_rows(request: HttpRequest) -> HttpResponse:
+    """The rows ``?tasks=1,2,3`` of the queue table as the page renders them (templates/verifier/queue_row.html):
+    static/kgv/queue.js swaps them in while their runs are queued or running. ``queue`` is the view's filters the
+    rows' links carry (the page's ``queue_param``); ``graph=1`` when the table has a Graph column."""
+    try:
+        ids = get_ids(request.GET, "tasks")
+    except ParameterError as error:  # said in words to whoever asked, as the pages do; a script only skips the answer
+        return HttpResponseBadRequest(f"{error}\n", content_type="text/plain; charset=utf-8")
     tasks = annotate_latest(VerificationTask.objects.filter(pk__in=ids))
-    verdict_labels = dict(Verdict.choices)
-    return JsonResponse({"tasks": [{
-        "id": task.pk,
-        "status": task.status,
-        "status_label": task.get_status_display(),
-        "run_id": task.latest_run_id,
-        "run_href": run_url(task.latest_run_id) if task.latest_run_id else "",
-        "live": task.latest_run_status in Run.IN_FLIGHT,
-        "verdict": task.verdict or "",
-        "verdict_label": verdict_labels.get(task.verdict, ""),
-        "confidence": task.confidence,
-        "disputed": bool(task.disputed),
-        "disputed_reason": task.disputed_reason or "",
-    } for task in tasks]})
+    tasks = tasks.select_related("kg", "head", "relation", "tail", "assignee").order_by("pk")
+    return render(request, "verifier/queue_rows.html", {
+        "rows": _rows(tasks, request.GET.get("queue", ""), request.user),
+        "show_graph": request.GET.get("graph") == "1",
+    })
+
+
+def _rows_url(queue_param: str, show_graph: bool) -> str:
+    """Where the page asks for its live rows again (queue_rows), for the view it shows."""
+    return f"{reverse('queue-rows')}?{urlencode({'queue': queue_param, 'graph': '1' if show_graph else ''})}"
 
 
 def _back_to_queue(request: HttpRequest) -> HttpResponse:
@@ -409,7 +411,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("", queue_page, name="queue"),
     path("", queue_page, name="home"),  # the site root is the queue
-    path("queue/status.json", queue_status, name="queue-status"),
+    path("queue/rows/", queue_rows, name="queue-rows"),
     path("queue/bulk/", bulk_action, name="queue-bulk"),
     path("import/", import_tasks, name="queue-import"),
     path("audit/", audit_log, name="audit-log"),

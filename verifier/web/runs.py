@@ -107,6 +107,15 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 @role_required(VIEWER)
+def run_sections(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The parts of the run page an ended run settles (confidence, signals, assessment, evidence, review), as the
+    page renders them: static/kgv/run.js swaps them in when the run ends."""
+    run = _get_run(run_id)
+    return render(request, "verifier/run_sections.html", _run_context(request, run))
+
+
+@require_GET
+@role_required(VIEWER)
 def run_graph(request: HttpRequest, run_id: int) -> JsonResponse:
     """The support subgraph of a run, for the page's graph (static/kgv/dist/graph.js)."""
     return JsonResponse(support_subgraph(_get_run(run_id)))
@@ -236,6 +245,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
 urlpatterns = [
     path("runs/<int:run_id>/", run_detail, name="run-detail"),
     path("runs/<int:run_id>/compare/<int:other_id>/", run_compare, name="run-compare"),
+    path("runs/<int:run_id>/sections/", run_sections, name="run-sections"),
     path("runs/<int:run_id>/graph.json", run_graph, name="run-graph"),
     path("runs/<int:run_id>/state.json", run_state_json, name="run-state"),
     path("runs/<int:run_id>/cancel/", run_cancel, name="run-cancel"),

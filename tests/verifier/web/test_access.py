@@ -38,7 +38,7 @@ class Endpoint:
 ENDPOINTS = [
     Endpoint("queue", "get", lambda rows: reverse("queue"), "viewer"),
     Endpoint("home", "get", lambda rows: reverse("home"), "viewer"),
-    Endpoint("queue-status", "get", lambda rows: reverse("queue-status") + f"?tasks={rows['task'].pk}", "viewer"),
+    Endpoint("queue-rows", "get", lambda rows: reverse("queue-rows") + f"?tasks={rows['task'].pk}", "viewer"),
     Endpoint("structure-status", "get", lambda rows: reverse("structure-status") + f"?kg={rows['kg'].pk}", "viewer"),
     Endpoint("queue-bulk", "post", lambda rows: reverse("queue-bulk"), "viewer", label="bulk export",
              data=lambda rows: {"action": "export", "fmt": "json", "tasks": [rows["run"].task_id]}, writes=False),

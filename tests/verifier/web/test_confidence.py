@@ -142,12 +142,16 @@ def test_a_live_run_has_empty_sections_the_page_swaps_in_when_it_ends(make_user,
     assert re.search(r'<section id="assessment"[^>]*hidden>', page)
 
 
-def test_run_js_swaps_the_confidence_and_its_account_when_the_run_ends():
-    """The page never reloads: run.js fetches it again when the run ends and replaces these sections by id."""
-    from django.contrib.staticfiles import finders
-
-    script = open(finders.find("kgv/run.js"), encoding="utf-8").read()
-    assert '["verdict-confidence", "assessment", "evidence", "review"].forEach' in script
+def test_the_sections_a_run_page_swaps_in_when_it_ends_carry_the_confidence_and_its_account(viewer, world):
+    """The page never reloads: run.js asks for its sections when the run ends and replaces them by id."""
+    run = _disputed_run(world)
+    page = _page(viewer, run)
+    assert f'data-sections-url="{reverse("run-sections", args=[run.pk])}"' in page
+    sections = viewer.get(reverse("run-sections", args=[run.pk])).content.decode()
+    for element_id in ("verdict-confidence", "assessment"):
+        assert _section(sections, element_id) == _section(page, element_id)
+    assert "badge disputed" in _section(sections, "verdict-confidence")
+    assert not re.search(r'<section id="assessment"[^>]*hidden>', sections)
 
 
 def test_plausibility_and_rule_evidence_have_readable_kinds(viewer, world):

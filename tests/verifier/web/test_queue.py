@@ -165,12 +165,41 @@ def test_pagination_keeps_the_filters(make_user):
     assert {t.status for t in second.context["page"].object_list} == {Status.PENDING}
 
 
-def test_status_json_reports_the_rows_a_page_follows_live(queue):
-    response = queue.client.get(reverse("queue-status"), {"tasks": f"{queue.running.pk},{queue.correct.pk}"})
-    rows = {row["id"]: row for row in response.json()["tasks"]}
-    assert rows[queue.running.pk]["live"] is True and rows[queue.running.pk]["status"] == "running"
-    assert rows[queue.correct.pk]["verdict"] == "correct" and rows[queue.correct.pk]["run_href"].startswith("/runs/")
-    assert rows[queue.correct.pk]["confidence"] == 0.9 and rows[queue.correct.pk]["live"] is False
+def _row(html: str, task) -> str:
+    return html.split(f'data-task-id="{task.pk}"')[1].split("</tr>")[0]
+
+
+def test_live_rows_are_the_pages_own_rows_with_the_views_links(queue):
+    queue.correct.runs.update(signals=["forced", "looped"])
+    view = {"status": "verified,running"}
+    page = queue.client.get(reverse("queue"), view).content.decode()
+    rows_url = re.search(r'id="queue-table" data-rows-url="([^"]+)"', page).group(1).replace("&amp;", "&")
+    assert parse_qs(urlsplit(rows_url).query) == {"queue": ["status=verified%2Crunning"]}
+    response = queue.client.get(f"{rows_url}&tasks={queue.running.pk},{queue.correct.pk}")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    rows = response.content.decode()
+    assert re.findall(r'<tr data-task-id="(\d+)" id="task-row-\1"', rows) == [str(queue.correct.pk), str(queue.running.pk)]
+    for task in (queue.correct, queue.running):
+        assert _row(rows, task) == _row(page, task)  # one renderer: the row the page shows
+    assert 'data-live="true"' in _row(rows, queue.running) and 'data-live' not in _row(rows, queue.correct)
+    assert 'data-signal="forced"' in _row(rows, queue.correct) and "⚠ looped" in _row(rows, queue.correct)
+    assert f'href="/tasks/{queue.correct.pk}/?queue=status%3Dverified%252Crunning"' in _row(rows, queue.correct)
+
+
+def test_live_rows_have_the_graph_column_when_the_page_has_it(queue):
+    other = KnowledgeGraph.objects.create(name="other-kg")
+    head, tail = (Entity.objects.create(kg=other, external_id=f"X{n}", label=f"X{n}") for n in (1, 2))
+    VerificationTask.objects.create(kg=other, head=head, relation=Relation.objects.create(kg=other, external_id="R1"), tail=tail)
+    page = queue.client.get(reverse("queue")).content.decode()
+    rows_url = re.search(r'data-rows-url="([^"]+)"', page).group(1).replace("&amp;", "&")
+    assert "graph=1" in rows_url and "<th>Graph</th>" in page
+    rows = queue.client.get(f"{rows_url}&tasks={queue.running.pk}").content.decode()
+    assert '<td class="graph">' in rows and _row(rows, queue.running) == _row(page, queue.running)
+
+
+def test_live_rows_refuse_a_task_list_that_is_not_ids(queue):
+    response = queue.client.get(reverse("queue-rows"), {"tasks": "1,two"})
+    assert response.status_code == 400 and response.content.decode().startswith("tasks: 'two' is not an id")
 
 
 def _dispute(task, reason: str) -> Run:
@@ -190,7 +219,7 @@ def test_the_disputed_filter_keeps_or_drops_the_tasks_whose_verdict_the_structur
     assert set(shown(queue.client.get(reverse("queue"), {"disputed": value}))) == {getattr(queue, name).pk for name in expected}
 
 
-def test_a_disputed_verdict_carries_a_badge_with_its_reason_in_its_row_and_the_live_status(queue):
+def test_a_disputed_verdict_carries_a_badge_with_its_reason_in_its_row_and_its_live_row(queue):
     _dispute(queue.correct, "ComplEx gives the triple 0.08 while the agent says Correct.")
     page = queue.client.get(reverse("queue")).content.decode()
     row = page.split(f'data-task-id="{queue.correct.pk}"')[1].split("</tr>")[0]
@@ -199,10 +228,9 @@ def test_a_disputed_verdict_carries_a_badge_with_its_reason_in_its_row_and_the_l
     assert "badge disputed" not in other
     # named for what it filters: the structural evidence's dispute, not the reviewers' (the Review filter's "split")
     assert '>Structural evidence <select name="disputed">' in page and '<option value="true">disputes the verdict</option>' in page
-    rows = {row["id"]: row for row in queue.client.get(reverse("queue-status"),
-                                                       {"tasks": f"{queue.correct.pk},{queue.incorrect.pk}"}).json()["tasks"]}
-    assert rows[queue.correct.pk]["disputed"] is True and rows[queue.correct.pk]["disputed_reason"].startswith("ComplEx gives")
-    assert rows[queue.incorrect.pk]["disputed"] is False and rows[queue.incorrect.pk]["disputed_reason"] == ""
+    rows = queue.client.get(reverse("queue-rows"), {"tasks": f"{queue.correct.pk},{queue.incorrect.pk}"}).content.decode()
+    assert 'title="ComplEx gives the triple 0.08 while the agent says Correct."' in _row(rows, queue.correct)
+    assert "badge disputed" not in _row(rows, queue.incorrect)
 
 
 def test_an_unknown_disputed_value_is_named(queue):

@@ -48,6 +48,7 @@ def _endpoints(world, finished):
     return [
         ("run page", "get", reverse("run-detail", args=[finished.pk]), {}, "viewer"),
         ("subgraph", "get", reverse("run-graph", args=[finished.pk]), {}, "viewer"),
+        ("sections", "get", reverse("run-sections", args=[finished.pk]), {}, "viewer"),
         ("state", "get", reverse("run-state", args=[live.pk]), {}, "viewer"),
         ("compare", "get", reverse("run-compare", args=[finished.pk, make_finished_run(world, finished.task).pk]), {}, "viewer"),
         ("task page", "get", reverse("task-detail", args=[fresh_task.pk]), {}, "viewer"),
@@ -84,6 +85,7 @@ def test_unknown_run_and_task_are_404(make_user):
     client = client_for(make_user, "viewer")
     assert client.get(reverse("run-detail", args=[999999])).status_code == 404
     assert client.get(reverse("run-graph", args=[999999])).status_code == 404
+    assert client.get(reverse("run-sections", args=[999999])).status_code == 404
     assert client.get(reverse("task-detail", args=[999999])).status_code == 404
 
 
@@ -118,6 +120,29 @@ def test_live_run_page_is_marked_live_with_the_last_seq_and_a_cancel_button_for_
     assert "kgv/dist/graph.js" in page and "kgv/run.js" in page and "kgv/run.css" in page
     assert 'id="cancel-button"' in page and 'id="pause-toggle"' in page
     assert 'id="cancel-button"' not in client_for(make_user, "viewer").get(url).content.decode()
+
+
+def test_sections_are_the_parts_an_ended_run_settles_as_its_page_renders_them(make_user, finished):
+    """run.js swaps them in by id when the run ends: each is the page's own element, and the review form keeps the
+    queue the page was opened from."""
+    client = client_for(make_user, "reviewer")
+    finished.signals = ["forced"]
+    finished.save(update_fields=["signals"])
+    page = client.get(reverse("run-detail", args=[finished.pk]), {"queue": "status=verified"}).content.decode()
+    sections = client.get(reverse("run-sections", args=[finished.pk]), {"queue": "status=verified"}).content.decode()
+    ids = re.findall(r'^<(?:div|section|ul) [^>]*?id="([\w-]+)"', sections, re.M)
+    assert ids == ["verdict-confidence", "signals", "assessment", "evidence", "review"]
+    for element in ("verdict-confidence", "assessment", "evidence"):
+        assert _element(sections, element) == _element(page, element)
+    assert 'data-signal="forced"' in _element(sections, "signals") and 'data-signal="forced"' in _element(page, "signals")
+    assert 'id="review-accept"' in sections and 'name="queue" value="status=verified"' in _element(sections, "review")
+    assert "<html" not in sections and "run-page" not in sections  # the parts only, not the page
+
+
+def _element(html: str, element_id: str) -> str:
+    """The element of ``html`` with this id, from its opening tag to the first line closing one like it."""
+    match = re.search(rf'<(\w+) [^>]*?id="{element_id}".*?\n?</\1>', html, re.S)
+    return match.group(0)
 
 
 def test_subgraph_json_has_the_query_triple_highlighted_and_the_cited_support_edges(make_user, finished):
