@@ -203,7 +203,7 @@ def value_likeness(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
 
 def error_by_relation(p: np.ndarray, triples: np.ndarray, labels: np.ndarray, names: dict[int, str], rows: int = 12) -> None:
     """Where the out-of-fold error is: per relation, its weight in a relation-matched draw (the min(#true, #false)
-    pairs it can form, as the benchmark draws them: verifier/evaluation/sampling.py), the share of its true and of
+    pairs it can form, as the benchmark draws them: verifier/benchmarks/sampling.py), the share of its true and of
     its false triples decided right, their mean, and the relation's part of the relation-matched error."""
     right: dict[int, tuple[list, list]] = defaultdict(lambda: ([], []))
     for (_, relation, _), label, probability in zip(triples.tolist(), labels.tolist(), p.tolist(), strict=True):

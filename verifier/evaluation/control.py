@@ -7,8 +7,8 @@ import uuid
 
 from django.db import transaction
 
+from verifier.benchmarks.datasets import BenchmarkError, available_benchmarks
 from verifier.evaluation import runner
-from verifier.evaluation.datasets import BenchmarkError, available_benchmarks
 from verifier.models import Evaluation
 from verifier.queueing import DRIVE_EVALUATION, enqueue
 from verifier.services import record_audit
