@@ -13,7 +13,7 @@ from verifier.agent.loop import MODES, AgentConfig
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.benchmarks.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.evaluation import control, reports
-from verifier.evaluation.runner import EvaluationSpec
+from verifier.evaluation.driver import EvaluationSpec
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
     Agreement,

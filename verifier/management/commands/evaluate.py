@@ -18,7 +18,7 @@ from verifier.benchmarks.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.claims import evaluation as claims_evaluation
 from verifier.errors import ApplicationError
 from verifier.evaluation import reports
-from verifier.evaluation.runner import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
+from verifier.evaluation.driver import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.lookup import find_evaluation

@@ -14,8 +14,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import memory_bootstrap, services
+from verifier.evaluation.driver import EvaluationError
 from verifier.evaluation.labelled import investigate
-from verifier.evaluation.runner import EvaluationError
 from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import kg_named
 from verifier.memory import bank
