@@ -18,8 +18,8 @@ when no model exists, and ``confidence_model.<KG name>.json`` for one KG, activa
 unless it has a model of its own. A KG's own weighing matters where its evidence differs: FB15k-237 has no
 passages, and the weight the model for every KG gives the structural probability (fitted on CoDEx-S,
 where the text shares the work) under-states the verdicts there. A KG with no labelled runs at all gets its
-own weighing in one of two ways: onboarding puts ``structural_weighing`` in force (the structural probability
-alone, calibrated on the KG's own facts against corruptions of them), and ``calibrate --kg NAME
+own weighing in one of two ways: each newly trained structural model puts ``structural_weighing`` in force (the
+structural probability alone, calibrated on the KG's own facts against corruptions of them), and ``calibrate --kg NAME
 --calibration-triples`` fits one on the evidence of the structural calibration triples, verified in the evidence
 mode, each structural probability from the calibration fit that left its fold out.
 """
