@@ -4,7 +4,7 @@
                                                    [--before] [--show 30]
 
 For each KG (loaded first with ``manage.py load_kg``), ``--runs`` labelled triples of its validation split (half true,
-half false: ``verifier.evaluation.datasets.build_benchmark``, the draw ``evaluate`` makes) are investigated by the
+half false: ``verifier.benchmarks.datasets.build_benchmark``, the draw ``evaluate`` makes) are investigated by the
 embedded model (``KGV_LOCAL_MODEL``, default the demo's Qwen2.5-Coder-1.5B; or the endpoint ``LLM_BASE_URL`` names) in
 the profile the model gets by default, one after the other, through ``execute_run`` as a worker would (the memory
 bank seeded if empty, the weighing in force for the KG). Every model call is recorded.
@@ -57,7 +57,7 @@ from verifier.agent.compact import CompactProfile  # noqa: E402
 from verifier.agent.grounding import ADOPTED, GROUNDED, OWN, UNSUPPORTED, Grounding, sentences  # noqa: E402
 from verifier.agent.parsing import ParseError, parse_plan, parse_step  # noqa: E402
 from verifier.agent.steps import KeyedItem, Memory, PlanStep  # noqa: E402
-from verifier.evaluation.datasets import BenchmarkError, build_benchmark  # noqa: E402
+from verifier.benchmarks.datasets import BenchmarkError, build_benchmark  # noqa: E402
 from verifier.memory import bank  # noqa: E402
 from verifier.models import KnowledgeGraph, Run, VerificationTask  # noqa: E402
 from verifier.runner import claim_of, execute_run  # noqa: E402

@@ -32,7 +32,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from verifier import confidence  # noqa: E402
-from verifier.evaluation.datasets import read_rows  # noqa: E402
+from verifier.benchmarks.datasets import read_rows  # noqa: E402
 from verifier.kg.amend import amend  # noqa: E402
 from verifier.models import Evaluation, KnowledgeGraph, StructuralModel  # noqa: E402
 from verifier.structure.training import train  # noqa: E402

@@ -70,7 +70,7 @@ from verifier.memory.encoder import DIMENSIONS  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Passage, Relation, StructuralModel  # noqa: E402
 from verifier.structure.calibration import cross_fit, fit_boosted_calibrator, fold_assignment  # noqa: E402
 from verifier.structure.dataset import kg_triples  # noqa: E402
-from verifier.structure.described import GENERIC_TAIL_WORDS, DescriptionIndex, content_words  # noqa: E402
+from verifier.structure.entity_text import GENERIC_TAIL_WORDS, DescriptionIndex, content_words  # noqa: E402
 from verifier.structure.fitting import out_of_fold_metrics, structural_fit_set  # noqa: E402
 from verifier.structure.scoring import EMBEDDING_FEATURES, RULES, LoadedModel  # noqa: E402
 from verifier.tools.wiki_evidence import opening_of  # noqa: E402
@@ -157,7 +157,7 @@ def candidate_features(kg: KnowledgeGraph, triples: np.ndarray) -> tuple[np.ndar
 
 
 def meaning_votes(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
-    """The description neighbours' vote (verifier/structure/described.py) with each entity's first passage's
+    """The description neighbours' vote (verifier/structure/entity_text.py) with each entity's first passage's
     all-MiniLM-L6-v2 embedding as the measure of likeness instead of TF-IDF: the index's own vote (ten neighbours,
     never the entity itself), on other vectors."""
     index = DescriptionIndex(kg.pk)
@@ -203,7 +203,7 @@ def value_likeness(kg: KnowledgeGraph, triples: np.ndarray) -> np.ndarray:
 
 def error_by_relation(p: np.ndarray, triples: np.ndarray, labels: np.ndarray, names: dict[int, str], rows: int = 12) -> None:
     """Where the out-of-fold error is: per relation, its weight in a relation-matched draw (the min(#true, #false)
-    pairs it can form, as the benchmark draws them: verifier/evaluation/sampling.py), the share of its true and of
+    pairs it can form, as the benchmark draws them: verifier/benchmarks/sampling.py), the share of its true and of
     its false triples decided right, their mean, and the relation's part of the relation-matched error."""
     right: dict[int, tuple[list, list]] = defaultdict(lambda: ([], []))
     for (_, relation, _), label, probability in zip(triples.tolist(), labels.tolist(), p.tolist(), strict=True):

@@ -18,8 +18,8 @@ when no model exists, and ``confidence_model.<KG name>.json`` for one KG, activa
 unless it has a model of its own. A KG's own weighing matters where its evidence differs: FB15k-237 has no
 passages, and the weight the model for every KG gives the structural probability (fitted on CoDEx-S,
 where the text shares the work) under-states the verdicts there. A KG with no labelled runs at all gets its
-own weighing in one of two ways: onboarding puts ``structural_weighing`` in force (the structural probability
-alone, calibrated on the KG's own facts against corruptions of them), and ``calibrate --kg NAME
+own weighing in one of two ways: each newly trained structural model puts ``structural_weighing`` in force (the
+structural probability alone, calibrated on the KG's own facts against corruptions of them), and ``calibrate --kg NAME
 --calibration-triples`` fits one on the evidence of the structural calibration triples, verified in the evidence
 mode, each structural probability from the calibration fit that left its fold out.
 """
@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from django.db import transaction
 from django.db.models import Q
+from django.dispatch import receiver
 from sklearn.linear_model import LogisticRegression
 
 from verifier.agent.weighing import (
@@ -47,8 +48,8 @@ from verifier.agent.weighing import (
     evidence_from,
     unweighed,
 )
+from verifier.benchmarks.datasets import HELD_OUT_BENCHMARKS
 from verifier.errors import ApplicationError
-from verifier.evaluation.datasets import HELD_OUT_BENCHMARKS
 from verifier.models import (
     ConfidenceModel,
     Entity,
@@ -59,9 +60,11 @@ from verifier.models import (
     Relation,
     Review,
     Run,
+    StructuralModel,
     SupportItem,
 )
 from verifier.structure.calibration import expected_calibration_error, fold_assignment
+from verifier.structure.signals import model_ready
 
 
 def active_model(kg_id: int | None) -> ConfidenceModel | None:
@@ -471,6 +474,13 @@ def structural_weighing(kg: KnowledgeGraph, calibration: dict) -> ConfidenceMode
                      "cross_validated_accuracy": calibration.get("cross_validated_accuracy"), "label_free": True})
         put_in_force(model)
     return model
+
+
+@receiver(model_ready, dispatch_uid="verifier.confidence.structural_weighing")
+def _follow_structural_model(sender, *, kg: KnowledgeGraph, model: StructuralModel, **kwargs) -> None:
+    """A KG's newly trained structural model brings its label-free weighing (``structural_weighing``) into force, in
+    the transaction that makes the model ready."""
+    structural_weighing(kg, (model.metrics or {}).get("calibration") or {})
 
 
 def seed_kg_model(kg: KnowledgeGraph) -> ConfidenceModel | None:

@@ -65,7 +65,7 @@ VERDICT_VALUES = (*Verdict.values, "none")
 FILTER_PARAMS = ("status", "kg", "relation", "verdict", "agreement", "confidence_min", "confidence_max", "disputed",
                  "signal", "origin", "source", "claim", "kg_audit", "assignee", "q", "sort")
 ORIGIN_VALUES = ("work", "evaluation", "all")
-EVALUATION_SOURCE_PREFIX = "evaluation:"  # verifier/evaluation/runner.py names the tasks it creates so
+EVALUATION_SOURCE_PREFIX = "evaluation:"  # verifier/evaluation/driver.py names the tasks it creates so
 SIGNAL_VALUES = (*CODES, "any", "none")
 
 

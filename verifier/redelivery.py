@@ -24,6 +24,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from kgv_web.celery import app
 from verifier.models import Run, StructuralModel
 from verifier.queueing import RUN_VERIFICATION, send_now
 
@@ -50,8 +51,6 @@ def _run_id(message: dict) -> int | None:
 def runs_in_broker() -> set[int] | None:
     """Ids of the runs with a message waiting in any queue or held unacknowledged by a worker; None when the
     broker is not Redis (it cannot be searched)."""
-    from kgv_web.celery import app
-
     with app.connection_for_read() as connection:
         if connection.transport.driver_type != "redis":
             return None
@@ -70,8 +69,6 @@ def waiting_line(queue: str) -> list[int] | None:
     unacknowledged (taken: starting or running), oldest first, then the queue's own messages from the end the workers
     pop (kombu's Redis transport pushes on the left and pops on the right, priority list by priority list). None when
     the broker is not Redis."""
-    from kgv_web.celery import app
-
     with app.connection_for_read() as connection:
         if connection.transport.driver_type != "redis":
             return None

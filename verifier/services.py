@@ -12,8 +12,8 @@ from django.utils import timezone
 from verifier import confidence, webhooks
 from verifier.agent.loop import AgentConfig
 from verifier.agent.prompts import LESSON_CHARS
+from verifier.benchmarks.datasets import build_benchmark, validation_benchmark
 from verifier.errors import ApplicationError
-from verifier.evaluation.datasets import build_benchmark, validation_benchmark
 from verifier.kg.flagged import read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.memory.bank import Imported, add_entry, import_bank, lesson_of, trajectory_of

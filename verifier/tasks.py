@@ -9,8 +9,8 @@ from celery import shared_task
 from django.conf import settings
 
 from verifier import confidence
-from verifier.claims.service import verify_claim_now
-from verifier.evaluation import runner as evaluation_runner
+from verifier.claims.pipeline import verify_claim_now
+from verifier.evaluation import driver as evaluation_driver
 from verifier.kg_audit import service as kg_audit
 from verifier.models import Evaluation, Onboarding, Run, StructuralModel
 from verifier.onboarding import run as run_onboarding
@@ -58,18 +58,17 @@ def drive_evaluation(self, evaluation_id: int) -> str:
     """Drive an evaluation started or resumed from the workbench to its end: this task starts its runs, which the
     other worker processes take, and waits for them; one at a time (another waits its turn). Re-delivery after a
     lost worker resumes it."""
-    runner = evaluation_runner
-    with runner.worker_driver_turn() as turn:
+    with evaluation_driver.worker_driver_turn() as turn:
         if not turn:
-            raise self.retry(countdown=runner.WORKER_DRIVER_WAIT_SECONDS, max_retries=None)
+            raise self.retry(countdown=evaluation_driver.WORKER_DRIVER_WAIT_SECONDS, max_retries=None)
         evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
         if evaluation is None or evaluation.worker_driver != self.request.id:  # stopped before its turn, or resumed again
             return "withdrawn"
         try:
             if evaluation.status == Evaluation.Status.FINISHED:
                 return evaluation.status
-            return runner.drive(evaluation, progress=False, log=logger.info).status
-        except runner.EvaluationError as exc:  # stopped from the workbench, or driven by another process
+            return evaluation_driver.drive(evaluation, progress=False, log=logger.info).status
+        except evaluation_driver.EvaluationError as exc:  # stopped from the workbench, or driven by another process
             logger.warning("evaluation %s: %s", evaluation.name, exc)
             return "stopped"
         finally:
@@ -81,7 +80,7 @@ def sweep_stalled() -> int:
     """Fail runs whose worker stopped heartbeating, send again the lost message of runs queued with none in the
     broker, mark interrupted the evaluations whose driver is gone and send again the chunks of KG audits whose
     workers stopped (scheduled by Celery beat; see CELERY_BEAT_SCHEDULE)."""
-    return (len(sweep_stalled_runs()) + len(redeliver_lost_runs()) + len(evaluation_runner.sweep_abandoned())
+    return (len(sweep_stalled_runs()) + len(redeliver_lost_runs()) + len(evaluation_driver.sweep_abandoned())
             + len(kg_audit.resume_stale()))
 
 

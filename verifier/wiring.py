@@ -7,11 +7,14 @@ import os
 
 from django.conf import settings
 
+from kgv_web.embedded_llm import MODELS
+from verifier.agent.llm import OpenAICompatibleLLM, PriceTable
 from verifier.agent.steps import Claim
 from verifier.evidence.corpus import PostgresCorpus
 from verifier.evidence.mediawiki import MediaWikiSource
 from verifier.evidence.web import provider_from_env
 from verifier.kg.base import KGBackend
+from verifier.kg.sparql import SparqlBackend
 from verifier.kg.store import PostgresKG
 from verifier.models import KnowledgeGraph
 from verifier.structure.evidence import StructuralEvidence
@@ -23,8 +26,6 @@ from verifier.tools.registry import Toolbox, available
 
 def backend_for(kg: KnowledgeGraph) -> KGBackend:
     if kg.kind == KnowledgeGraph.Kind.SPARQL:
-        from verifier.kg.sparql import SparqlBackend
-
         return SparqlBackend(
             kg.endpoint_url or settings.WIKIDATA_SPARQL_URL,
             user_agent=settings.KGV_USER_AGENT,
@@ -89,8 +90,6 @@ def default_profile(llm=None) -> str:
 
 def is_embedded(base_url: str, model: str) -> bool:
     """Whether the endpoint is the embedded local model (one of its models, served on loopback)."""
-    from kgv_web.embedded_llm import MODELS
-
     return model in MODELS and "127.0.0.1" in base_url
 
 
@@ -116,8 +115,6 @@ EMBEDDED_TIMEOUT_SECONDS = 900.0
 
 @functools.lru_cache(maxsize=8)
 def _llm(base_url: str, model: str, grammar: bool):
-    from verifier.agent.llm import OpenAICompatibleLLM, PriceTable
-
     embedded = is_embedded(base_url, model)
     return OpenAICompatibleLLM(
         base_url,

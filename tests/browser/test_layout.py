@@ -14,7 +14,7 @@ from tests.browser.test_workbench import SCREENSHOTS, finished_run
 from tests.users import PASSWORD
 from tests.verifier.kg_audit.test_audit import noisy  # noqa: F401  (fixture)
 from tests.workers import wait_for
-from verifier.claims.service import queue_claim, submit_claim
+from verifier.claims.pipeline import queue_claim, submit_claim
 from verifier.kg_audit.service import run_here, start_audit
 from verifier.models import Claim, Entity, Relation, Run, Suspect, VerificationTask
 

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from verifier import confidence
 from verifier.agent.weighing import FEATURES, Evidence
-from verifier.evaluation.datasets import fitted_triples
+from verifier.benchmarks.datasets import fitted_triples
 from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Review, Run, SupportItem, VerificationTask
 
 pytestmark = pytest.mark.django_db

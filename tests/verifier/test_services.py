@@ -107,7 +107,7 @@ def test_promote_with_an_edited_trajectory_is_retrieved_first_by_the_next_run(ru
 
 def test_a_promoted_triple_is_never_drawn_by_a_benchmark(reviewed, reviewer):
     """Its memory would be retrieved for the same claim at similarity 1 and hand an evaluation the label."""
-    from verifier.evaluation.datasets import fitted_triples
+    from verifier.benchmarks.datasets import fitted_triples
 
     task = reviewed.task
     assert (task.head_id, task.relation_id, task.tail_id) not in fitted_triples(task.kg)

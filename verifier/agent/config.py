@@ -1,4 +1,5 @@
-"""What a run of the agent may be asked to do: its mode, its profile and their settings, each bounded.
+"""What a run of the agent may be asked to do: its mode, its profile and their settings, each bounded; and the names
+the results tables, forms and commands give a configuration (its mode's label, the parts switched off).
 
 A run's JSON configuration becomes an ``AgentConfig`` (``from_dict``), which refuses unknown keys, wrong types and
 values outside ``BOUNDS`` with a message naming them, before a run exists.
@@ -104,3 +105,49 @@ def _check_setting(name: str, value, kind: str) -> None:
         low, high = BOUNDS[name]
         if not low <= value <= high:
             raise ValueError(f"{name} must be between {low} and {high}, not {value!r}")
+
+
+# Ablation name (command line, tables) → the AgentConfig switch it turns off.
+ABLATIONS = {
+    "memory": "use_memory",
+    "planning": "use_planning",
+    "kg-tools": "kg_tools",
+    "external-tools": "external_tools",
+    "structural-tools": "structural_tools",
+}
+MODE_LABELS = {
+    "agent": "KGV-Agent",
+    "zero-shot": "Zero-shot",
+    "cot": "CoT",
+    "self-consistency": "Self-consistency",
+    "rag": "Standard RAG",
+    "embedding": "Embedding classifier (the network alone)",
+    "kge": "KGE plausibility",
+    "rules": "Mined rules",
+    "evidence": "Evidence brief, weighed (no LLM)",
+    "reading": "Evidence brief + the LLM reading the article, weighed",
+}
+
+
+def parse_ablations(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """``"memory,planning"`` → ("memory", "planning") in the canonical order; ValueError names unknown parts."""
+    if not text:
+        return ()
+    parts = [p.strip() for p in text.split(",")] if isinstance(text, str) else [str(p).strip() for p in text]
+    unknown = [p for p in parts if p and p not in ABLATIONS]
+    if unknown:
+        raise ValueError(f"unknown ablation {', '.join(unknown)}; choose from {', '.join(ABLATIONS)}")
+    return tuple(name for name in ABLATIONS if name in parts)
+
+
+def configuration_label(mode: str, ablations, *, abstain: bool = False, samples: int | None = None,
+                        profile: str | None = None) -> str:
+    """How results tables and pages name a configuration: "KGV-Agent − memory (abstain)"."""
+    label = MODE_LABELS.get(mode, mode)
+    if profile == "compact":
+        label += " (compact)"
+    if mode == "self-consistency":
+        label += f" (k={samples or AgentConfig.samples})"
+    for name in parse_ablations(list(ablations or ())):
+        label += f" − {name.replace('-', ' ')}"
+    return label + (" (abstain)" if abstain else "")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: verifier/agent/llm.py imports this module
     from verifier.agent.llm import Completion
 
 StepKind = Literal["plan", "thought", "action", "observation", "verdict"]

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from verifier.claims.importing import MAX_CLAIM_CHARS, ClaimFileError, read_claims_upload
-from verifier.claims.service import (
+from verifier.claims.pipeline import (
     ClaimError,
     PartView,
     outcome,

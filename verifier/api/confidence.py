@@ -1,7 +1,7 @@
 """``/api/confidence-models/``: the verdict confidence models, and what an admin does with them on the confidence page —
 put one in force or stand a KG's own down (the KG's finished runs are re-weighed in the background), fit a candidate on
 a KG's reviewed runs, and give a KG weighed by the model for every KG a weighing of its own from its verified
-structural calibration triples (verifier/own_weighing.py)."""
+structural calibration triples (verifier/confidence_own.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from verifier import confidence_reviews, own_weighing
+from verifier import confidence_own, confidence_reviews
 from verifier.api.errors import Conflict
 from verifier.models import ConfidenceModel, KnowledgeGraph
 from verifier.params import get_id, parse_id, single
@@ -57,11 +57,11 @@ class OwnWeighingSerializer(serializers.Serializer):
 
 
 def _own_weighing_data(kg: KnowledgeGraph) -> dict:
-    state = own_weighing.own_weighing(kg)
+    state = confidence_own.own_model_state(kg)
     if state is None:
         raise Conflict(f"{kg.name} is a SPARQL endpoint: it has no structural model to take calibration triples from")
     evaluation = state.evaluation
-    return {"kg": kg.pk, "wanted": own_weighing.wanted(kg), "structural_model": state.structural.pk if state.structural else None,
+    return {"kg": kg.pk, "wanted": confidence_own.wanted(kg), "structural_model": state.structural.pk if state.structural else None,
             "calibration_triples": state.triples, "evaluation": evaluation.pk if evaluation else None,
             "evaluation_status": evaluation.status if evaluation else None,
             "verified": state.verified,
@@ -149,7 +149,7 @@ class ConfidenceModelViewSet(viewsets.ReadOnlyModelViewSet):
         after an interruption); 409 when it cannot be (no structural model yet, or it is running)."""
         kg = _kg_of(request)
         try:
-            own_weighing.verify_calibration_triples(kg, actor=request.user)
+            confidence_own.verify_calibration_triples(kg, actor=request.user)
         except ValueError as exc:
             raise Conflict(str(exc)) from None
         return Response(_own_weighing_data(kg), status=status.HTTP_202_ACCEPTED)
@@ -161,7 +161,7 @@ class ConfidenceModelViewSet(viewsets.ReadOnlyModelViewSet):
         they are verified."""
         kg = _kg_of(request)
         try:
-            model = own_weighing.fit_on_calibration_triples(kg, actor=request.user)
+            model = confidence_own.fit_on_calibration_triples(kg, actor=request.user)
         except ValueError as exc:
             raise Conflict(str(exc)) from None
         return Response(ConfidenceModelSerializer(model).data, status=status.HTTP_201_CREATED)

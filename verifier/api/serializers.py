@@ -8,12 +8,12 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from verifier.agent.config import ABLATIONS
 from verifier.agent.loop import MODES, AgentConfig
 from verifier.agent.prompts import LESSON_CHARS
+from verifier.benchmarks.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.evaluation import control, reports
-from verifier.evaluation.configs import ABLATIONS
-from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
-from verifier.evaluation.runner import EvaluationSpec
+from verifier.evaluation.driver import EvaluationSpec
 from verifier.memory.bank import trajectory_of
 from verifier.models import (
     Agreement,

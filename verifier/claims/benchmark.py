@@ -1,7 +1,7 @@
 """A claim benchmark written from a loaded KG, so claim verification can be measured offline.
 
 Claims are written from a split's true triples (by default the dataset's validation split: triples the KG does not
-state) and from type-constrained corruptions of them (verifier/evaluation/sampling.py), with one template per
+state) and from type-constrained corruptions of them (verifier/benchmarks/sampling.py), with one template per
 category over the relations' labels:
 
 - one-hop       "The genre of A is B." / "A is member of B."      a split triple / a corruption of it
@@ -26,8 +26,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from verifier.evaluation.datasets import fitted_triples, kg_triple_set, negative_sampler, read_rows
-from verifier.evaluation.sampling import NegativeSampler, distinct
+from verifier.benchmarks.datasets import fitted_triples, kg_triple_set, negative_sampler, read_rows
+from verifier.benchmarks.sampling import NegativeSampler, distinct
 from verifier.models import Claim, Entity, KnowledgeGraph, Relation
 
 CATEGORIES = tuple(Claim.Category.values)

@@ -28,7 +28,7 @@ from verifier.agent.llm import LLM
 from verifier.agent.loop import MODEL_FREE_MODES
 from verifier.agent.parsing import parse_final
 from verifier.claims.importing import ClaimFileError, read_claims_text
-from verifier.claims.service import decompose_claim, outcome, start_part_runs, submit_claim
+from verifier.claims.pipeline import decompose_claim, outcome, start_part_runs, submit_claim
 from verifier.claims.subgraph import is_unknown
 from verifier.claims.verdict import SUPPORTED
 from verifier.errors import ApplicationError

@@ -1,2 +1,2 @@
-"""The evaluation harness: benchmarks (datasets, type-constrained negative sampling), the runner that
-verifies them through the Celery path, exact metrics, and the reports, tables and charts."""
+"""The evaluation harness: the driver that verifies a benchmark (verifier/benchmarks/) through the Celery path,
+exact metrics, and the reports, tables and charts."""

@@ -1,35 +1,15 @@
-"""Configurations under evaluation: the agent, its ablations and the baselines of the same model,
-as the AgentConfig dict each run receives and the name the results tables give them."""
+"""Configurations under evaluation: the agent, its ablations and the baselines of the same model, as the rows of
+the results table and the AgentConfig dict each run receives (their names: verifier/agent/config.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.agent.loop import MODES, AgentConfig
+from verifier.agent.config import ABLATIONS, MODES, AgentConfig
 from verifier.agent.weighing import BRIEF_MODES
 
-# Ablation name (command line, tables) → the AgentConfig switch it turns off.
-ABLATIONS = {
-    "memory": "use_memory",
-    "planning": "use_planning",
-    "kg-tools": "kg_tools",
-    "external-tools": "external_tools",
-    "structural-tools": "structural_tools",
-}
 # What the brief modes (evidence, reading: no planner, no memory) can be run without: the parts of their brief.
 TOOL_ABLATIONS = ("kg-tools", "external-tools", "structural-tools")
-MODE_LABELS = {
-    "agent": "KGV-Agent",
-    "zero-shot": "Zero-shot",
-    "cot": "CoT",
-    "self-consistency": "Self-consistency",
-    "rag": "Standard RAG",
-    "embedding": "Embedding classifier (the network alone)",
-    "kge": "KGE plausibility",
-    "rules": "Mined rules",
-    "evidence": "Evidence brief, weighed (no LLM)",
-    "reading": "Evidence brief + the LLM reading the article, weighed",
-}
 
 
 @dataclass(frozen=True)
@@ -60,17 +40,6 @@ SUITE = (
 )
 
 
-def parse_ablations(text: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
-    """``"memory,planning"`` → ("memory", "planning") in the canonical order; ValueError names unknown parts."""
-    if not text:
-        return ()
-    parts = [p.strip() for p in text.split(",")] if isinstance(text, str) else [str(p).strip() for p in text]
-    unknown = [p for p in parts if p and p not in ABLATIONS]
-    if unknown:
-        raise ValueError(f"unknown ablation {', '.join(unknown)}; choose from {', '.join(ABLATIONS)}")
-    return tuple(name for name in ABLATIONS if name in parts)
-
-
 def run_config(mode: str, ablations: tuple[str, ...] = (), *, abstain: bool = False, t_max: int | None = None,
                samples: int | None = None, profile: str | None = None) -> dict:
     """The config dict of every run of an evaluation (keys of AgentConfig); validated here. Without a
@@ -93,15 +62,3 @@ def run_config(mode: str, ablations: tuple[str, ...] = (), *, abstain: bool = Fa
         config["samples"] = samples
     AgentConfig.from_dict(config)
     return config
-
-
-def configuration_label(mode: str, ablations, *, abstain: bool = False, samples: int | None = None,
-                        profile: str | None = None) -> str:
-    label = MODE_LABELS.get(mode, mode)
-    if profile == "compact":
-        label += " (compact)"
-    if mode == "self-consistency":
-        label += f" (k={samples or AgentConfig.samples})"
-    for name in parse_ablations(list(ablations or ())):
-        label += f" − {name.replace('-', ' ')}"
-    return label + (" (abstain)" if abstain else "")

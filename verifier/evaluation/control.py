@@ -7,14 +7,14 @@ import uuid
 
 from django.db import transaction
 
-from verifier.evaluation import runner
-from verifier.evaluation.datasets import BenchmarkError, available_benchmarks
+from verifier.benchmarks.datasets import BenchmarkError, available_benchmarks
+from verifier.evaluation import driver
 from verifier.models import Evaluation
 from verifier.queueing import DRIVE_EVALUATION, enqueue
 from verifier.services import record_audit
 
 MAX_TRIPLES = 2000  # one evaluation handed to the worker; larger ones are drawn with manage.py evaluate
-START_ERRORS = (runner.EvaluationError, BenchmarkError, ValueError)  # what a refused start raises, with its reason
+START_ERRORS = (driver.EvaluationError, BenchmarkError, ValueError)  # what a refused start raises, with its reason
 RESUMABLE = (Evaluation.Status.CREATED, Evaluation.Status.INTERRUPTED)
 
 
@@ -27,12 +27,12 @@ def check_benchmark(spec: str) -> str:
     return spec
 
 
-def start(spec: runner.EvaluationSpec, *, actor) -> tuple[Evaluation, str]:
+def start(spec: driver.EvaluationSpec, *, actor) -> tuple[Evaluation, str]:
     """Draw the benchmark and hand the evaluation to the worker; an evaluation of the same parameters is resumed
     instead. (evaluation, outcome): "started", "resumed", or the status it has already ("finished", "running").
     Raises one of START_ERRORS when the benchmark cannot be drawn or the name is taken by other parameters."""
     check_benchmark(spec.benchmark)
-    evaluation, created = runner.prepare(spec, actor=actor)
+    evaluation, created = driver.prepare(spec, actor=actor)
     if not created and evaluation.status not in RESUMABLE:
         return evaluation, evaluation.status
     _hand_to_worker(evaluation, actor=actor, action="evaluation.start" if created else "evaluation.resume")
@@ -52,7 +52,7 @@ def stop(evaluation: Evaluation, *, actor) -> str:
     """Stop a running evaluation ("stopped": no run is started for it any more; those under way finish and count) or
     take it back from a driver waiting its turn ("withdrawn"); "" when it was doing neither."""
     with transaction.atomic():
-        outcome = "stopped" if runner.stop(evaluation) else "withdrawn" if runner.withdraw(evaluation) else ""
+        outcome = "stopped" if driver.stop(evaluation) else "withdrawn" if driver.withdraw(evaluation) else ""
         if outcome:
             record_audit(actor=actor, action="evaluation.stop", obj=evaluation)
     evaluation.refresh_from_db()

@@ -11,7 +11,7 @@ from pathlib import Path
 from django.conf import settings
 
 from verifier.agent.loop import MODEL_FREE_MODES
-from verifier.evaluation.runner import EvaluationSpec, drive, prepare
+from verifier.evaluation.driver import EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import worker_pool
 from verifier.models import Entity, Evaluation, KnowledgeGraph, Relation, StructuralModel
 from verifier.structure.fitting import LabelledRows, calibration_triples

@@ -20,8 +20,8 @@ from collections.abc import Collection, Iterable
 from django.db.models import Count
 
 from verifier.agent.steps import Claim
+from verifier.benchmarks.datasets import fitted_triples
 from verifier.evaluation import metrics
-from verifier.evaluation.datasets import fitted_triples
 from verifier.evaluation.metrics import Outcome
 from verifier.kg.base import Edge, KGPath, PathStep, Ref
 from verifier.kg.store import shared_labels

@@ -7,11 +7,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from verifier.agent.config import configuration_label
+from verifier.benchmarks.datasets import DATASETS
 from verifier.evaluation import charts, metrics, outcomes
-from verifier.evaluation.configs import SUITE, configuration_label
-from verifier.evaluation.datasets import DATASETS
+from verifier.evaluation.configs import SUITE
 from verifier.models import Evaluation
-from verifier.web.links import run_url
 
 # (key in the metrics, heading, kind) — the comparison rows and the efficiency table's columns.
 COMPARED = (
@@ -87,7 +87,7 @@ def items(evaluation: Evaluation) -> list[dict]:
             "head": task.head.external_id, "relation": task.relation.external_id, "tail": task.tail.external_id,
             "triple": f"{task.head.label} — {task.relation.label} — {task.tail.label}",
             "expected": item.expected_label, "attempts": item.attempts,
-            "run": run.pk if run else None, "href": run_url(run.pk) if run else "",
+            "run": run.pk if run else None,
             "status": run.status if run else "", "verdict": run.verdict if run else "",
             "right": bool(run and run.verdict == ("correct" if item.expected_label else "incorrect")),
         })

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from verifier.claims.service import PartView, outcome, parts_of
+from verifier.claims.pipeline import PartView, outcome, parts_of
 from verifier.errors import ApplicationError
 from verifier.models import Agreement, Claim, Review, Run, RunMemory, Step, SupportItem, VerificationTask, agreement, latest_decisions
 from verifier.selectors import HEAVY_FIELDS, in_kg, standing_runs, stated_by_kg

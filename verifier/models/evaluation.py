@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from verifier.evaluation.configs import configuration_label
+from verifier.agent.config import configuration_label
 from verifier.models.kg import KnowledgeGraph
 from verifier.models.verification import Run, VerificationTask
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import connection
 
-from verifier.evaluation.datasets import dataset_validation
+from verifier.benchmarks.datasets import dataset_validation
 from verifier.models import Entity, KnowledgeGraph, Relation
 from verifier.structure.folds import fold_of
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db.models import Value
 
 from verifier.models import Entity, KnowledgeGraph, MinedRule, Relation, StructuralModel
-from verifier.structure import scoring, stored
+from verifier.structure import calibration_store, scoring
 from verifier.structure.reference import ReferenceEvidence
 from verifier.structure.rule_evidence import RuleEvidence, rule_evidence, rule_features
 
@@ -43,7 +43,7 @@ class SideRanking:
 
 @dataclass
 class TextEvidence:
-    """What the entities' own text says (verifier/structure/described.py), in labels."""
+    """What the entities' own text says (verifier/structure/entity_text.py), in labels."""
 
     share: float  # similarity-weighted share of the head's description neighbours that hold the tail
     neighbours: int  # how many neighbours (entities described like the head that have the relation) voted
@@ -135,10 +135,11 @@ class StructuralEvidence:
         """The calibrated probability the rule evidence gives the triple (fitted with the structural model on
         the same labelled triples), or None before a model is ready."""
         model = StructuralModel.objects.ready_for(self.kg)
-        calibration = stored.stored_calibration(model, "rules") if model else None
+        calibration = calibration_store.stored_calibration(model, "rules") if model else None
         if calibration is None:
             return None
-        return calibration.probability(rule_features(evidence), str(evidence.rows[1]), stored.fold_of(model).get(tuple(evidence.rows)))
+        fold = calibration_store.fold_of(model).get(tuple(evidence.rows))
+        return calibration.probability(rule_features(evidence), str(evidence.rows[1]), fold)
 
 
 _MINED: set[tuple[int, int]] = set()  # (KG row id, version) known to have mined rules: they stay until a new version

@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from verifier.evaluation.datasets import kg_triple_set, negative_sampler, read_rows, validation_dataset
+from verifier.benchmarks.datasets import kg_triple_set, negative_sampler, read_rows, validation_dataset
 from verifier.models import FitTriple, KnowledgeGraph, MinedRule, StructuralModel, VerificationTask
 from verifier.structure.calibration import (
     BoostedCalibrator,
@@ -65,7 +65,7 @@ def queued_triples(kg: KnowledgeGraph) -> set[tuple[int, int, int]]:
 
 
 def labelled_dataset(kg: KnowledgeGraph):
-    """The dataset entry (verifier/evaluation/datasets.py) of this KG's validation split, if its files are
+    """The dataset entry (verifier/benchmarks/datasets.py) of this KG's validation split, if its files are
     present. Never a test split: those only benchmark."""
     dataset = validation_dataset(kg.name)
     if dataset is None or not all((settings.KGV_DATA_DIR / path).is_file() for path in dataset.files()):

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 import torch
 
-from verifier.structure import heap
+from verifier.structure import malloc_tuning
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ def train(config: KGEConfig, triples: np.ndarray, *, num_entities: int, num_rela
     # frozen, they are left out, and the collections see only what training allocates.
     gc.freeze()
     try:
-        with heap.reused_heap():  # large score tensors reused, not mapped afresh at every step (heap.py)
+        with malloc_tuning.reused_heap():  # large score tensors reused, not mapped afresh at every step (malloc_tuning.py)
             return _train(config, triples, num_entities=num_entities, num_relations=num_relations,
                           validation=validation, known=known, progress=progress)
     finally:

@@ -12,7 +12,7 @@ The calibration maps twenty-four features of a triple to a probability (FEATURES
 both log-probabilities; both again among the values the KG does not already hold ("new": the head's other
 tails for the relation are taken out of the softmax, so a person with three known citizenships is not held
 against a fourth); and the log of both ranks. Five are what the entities' own text says
-(verifier/structure/described.py): the votes of the entities described most like the head (the tail) and
+(verifier/structure/entity_text.py): the votes of the entities described most like the head (the tail) and
 whether either text names the other end. Seven are the rule evidence's (verifier/structure/rule_evidence.py):
 the rules that predict the triple, those that predict another value, a functional conflict, a type
 violation. Six are what the KG's reference KGs hold between the two entities (verifier/structure/reference.py).
@@ -36,15 +36,15 @@ import numpy as np
 import torch
 
 from verifier.models import Entity, FoldNetwork, Relation, StructuralModel, Triple
-from verifier.structure import described, kge, reference, stored
+from verifier.structure import calibration_store, entity_text, kge, reference
 from verifier.structure.calibration import CrossFitted
 from verifier.structure.dataset import kg_triples
 from verifier.structure.folds import fold_of, fold_of_one
 from verifier.structure.rule_evidence import RULE_FEATURES, rule_evidence, rule_features
 
 EMBEDDING_FEATURES = ["log_p_tail", "log_p_head", "log_p_new_tail", "log_p_new_head", "log_rank_tail", "log_rank_head"]
-FEATURES = EMBEDDING_FEATURES + described.FEATURES + RULE_FEATURES + reference.FEATURES
-RULES = slice(len(EMBEDDING_FEATURES) + len(described.FEATURES), len(EMBEDDING_FEATURES) + len(described.FEATURES) + len(RULE_FEATURES))
+FEATURES = EMBEDDING_FEATURES + entity_text.FEATURES + RULE_FEATURES + reference.FEATURES
+RULES = slice(len(EMBEDDING_FEATURES) + len(entity_text.FEATURES), len(EMBEDDING_FEATURES) + len(entity_text.FEATURES) + len(RULE_FEATURES))
 ALTERNATIVES = 3
 
 
@@ -73,7 +73,7 @@ class Plausibility:
     features: list[float]
     tail: Ranked
     head: Ranked
-    text: described.Described  # what the entities' own text says (verifier/structure/described.py)
+    text: entity_text.Described  # what the entities' own text says (verifier/structure/entity_text.py)
     embedding_probability: float | None = None  # the embedding classifier's alone (its own calibration), for comparison
     reference: reference.ReferenceEvidence | None = None  # what the reference KGs hold (verifier/structure/reference.py)
     fold: int = 0  # the network that scored it (trained without this fold)
@@ -106,7 +106,7 @@ class LoadedModel:
         self.calibrated_features = len(fitted_on)
         embedding = CrossFitted.from_stored(row.calibration or {}, "embedding")
         self.embedding_calibration = embedding if embedding and list(embedding.full.features) == EMBEDDING_FEATURES else None
-        self.folds = stored.fold_of(row) if self.calibration is not None else {}
+        self.folds = calibration_store.fold_of(row) if self.calibration is not None else {}
         self._known: dict[str, dict[tuple[int, int], np.ndarray]] | None = None
         self._candidates: dict[tuple[int, str], np.ndarray] | None = None
         self._lock = threading.Lock()
@@ -187,8 +187,8 @@ class LoadedModel:
                 self._known = {"tail": _grouped(idx[:, :2], idx[:, 2]), "head": _grouped(idx[:, 1:], idx[:, 0])}
             return self._known[side]
 
-    def text(self) -> described.DescriptionIndex:
-        return described.index_for(self._kg_id, self._version)
+    def text(self) -> entity_text.DescriptionIndex:
+        return entity_text.index_for(self._kg_id, self._version)
 
     def references(self) -> reference.References:
         """The reference KGs indexed for this KG, built on first use (their relations aligned without the triples

@@ -22,10 +22,9 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from verifier import confidence
 from verifier.models import FoldNetwork, KnowledgeGraph, Run, StructuralModel
 from verifier.queueing import TRAIN_STRUCTURAL_MODEL, enqueue
-from verifier.structure import kge
+from verifier.structure import kge, signals
 from verifier.structure.dataset import TrainingData, training_data
 from verifier.structure.fitting import calibrate_structural
 from verifier.structure.folds import DEFAULT_FOLDS
@@ -227,7 +226,7 @@ def train(kg: KnowledgeGraph, *, config: kge.KGEConfig | None = None, row: Struc
         raise TrainingError(f"training failed: {exc}\n{traceback.format_exc(limit=3)}") from exc
     with transaction.atomic():
         _make_current(kg, row)
-        confidence.structural_weighing(kg, (row.metrics or {}).get("calibration") or {})
+        signals.model_ready.send(sender=StructuralModel, kg=kg, model=row)
     row.refresh_from_db()
     return row
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from verifier.evidence.base import EvidenceError
 from verifier.evidence.corpus import sentences
 from verifier.memory import encoder
-from verifier.structure.described import content_words, entity_names, mention_pattern
+from verifier.structure.entity_text import content_words, entity_names, mention_pattern
 from verifier.tools.base import EvidenceItem, ToolContext, ToolResult
 from verifier.tools.names import Resolved, resolve_entity, resolve_relation
 from verifier.tools.registry import tool

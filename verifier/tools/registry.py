@@ -103,7 +103,8 @@ def tool(name: str, *, category: str) -> Callable:
 
 
 def _load_tools() -> None:
-    # Importing the tool modules runs their @tool declarations.
+    # Importing the tool modules runs their @tool declarations. Here, at the first use of the registry, not at the
+    # top: each tool module imports this one for its decorator.
     from verifier.tools import (  # noqa: F401
         kg_definition,
         kg_neighbor,

@@ -1,6 +1,6 @@
 """The claims pages: paste claims in plain language (one per line; curators), follow each one — its pseudo-subgraph
 with the unknowns marked and how they were resolved, each part's run, the claim's verdict — and retry a failed one.
-The API offers the same (``/api/claims/``); both write through verifier.claims.service."""
+The API offers the same (``/api/claims/``); both write through verifier.claims.pipeline."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier.claims.importing import MAX_CLAIM_CHARS, ClaimFileError, ReadClaims, read_claims_upload
-from verifier.claims.service import (
+from verifier.claims.pipeline import (
     ClaimError,
     PartView,
     outcome,

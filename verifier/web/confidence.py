@@ -1,7 +1,7 @@
 """Workbench page: the verdicts' confidence per KG — the confidence model in force, how its verdicts fared against
 reviewers' decisions, and (admins) candidate confidence models, compared and put in force: one refitted on those
 decisions (verifier/confidence_reviews.py), or, for a KG weighed by the model for every KG, one fitted on its
-verified structural calibration triples (verifier/own_weighing.py)."""
+verified structural calibration triples (verifier/confidence_own.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from verifier import confidence_reviews, own_weighing
+from verifier import confidence_own, confidence_reviews
 from verifier.evaluation import charts, reports
 from verifier.models import ConfidenceModel, KnowledgeGraph
 from verifier.roles import ADMIN, VIEWER, role_required
@@ -22,7 +22,7 @@ from verifier.roles import ADMIN, VIEWER, role_required
 def confidence_page(request: HttpRequest) -> HttpResponse:
     rows = [{"kg": row, "in_force": _model_row(row.in_force), "candidates": [_model_row(m) for m in row.candidates],
              "reviewed": _reviewed_row(row.figures), "id_prefix": f"kg-{row.kg.pk}-",
-             "own": own_weighing.own_weighing(row.kg) if own_weighing.wanted(row.kg) else None}
+             "own": confidence_own.own_model_state(row.kg) if confidence_own.wanted(row.kg) else None}
             for row in confidence_reviews.every_kg()]
     return render(request, "verifier/confidence.html", {"rows": rows})
 
@@ -70,7 +70,7 @@ def refit(request: HttpRequest, kg_id: int) -> HttpResponse:
 @require_POST
 @role_required(ADMIN)
 def verify_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
-    return _on_kg(request, kg_id, lambda kg: own_weighing.verify_calibration_triples(kg, actor=request.user),
+    return _on_kg(request, kg_id, lambda kg: confidence_own.verify_calibration_triples(kg, actor=request.user),
                   "Its calibration triples are not verified",
                   lambda kg, evaluation: (f"The {evaluation.sample_size} calibration triples of {kg.name} are verified already "
                                           f"(evaluation {evaluation.name})." if evaluation.status == evaluation.Status.FINISHED
@@ -82,7 +82,7 @@ def verify_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse
 @require_POST
 @role_required(ADMIN)
 def fit_on_calibration_triples(request: HttpRequest, kg_id: int) -> HttpResponse:
-    return _on_kg(request, kg_id, lambda kg: own_weighing.fit_on_calibration_triples(kg, actor=request.user), "No model fitted",
+    return _on_kg(request, kg_id, lambda kg: confidence_own.fit_on_calibration_triples(kg, actor=request.user), "No model fitted",
                   lambda kg, model: f"Confidence model #{model.pk} fitted on {model.metrics['n']} verified calibration triples "
                                     f"of {kg.name}; not in force yet.{_out_of_fold(model, 'its weighing is right')}")
 

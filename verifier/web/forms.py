@@ -13,13 +13,13 @@ from django.db.models import Q
 from django.http import QueryDict
 
 from verifier import confidence
+from verifier.agent.config import MODE_LABELS
 from verifier.agent.loop import MODES
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.agent.weighing import BRIEF_MODES
+from verifier.benchmarks.datasets import available_benchmarks
 from verifier.evaluation import control
-from verifier.evaluation.configs import MODE_LABELS
-from verifier.evaluation.datasets import available_benchmarks
-from verifier.evaluation.runner import EvaluationSpec
+from verifier.evaluation.driver import EvaluationSpec
 from verifier.exports import FORMATS
 from verifier.models import KnowledgeGraph, MemoryEntry, VerificationTask
 from verifier.queue_filters import QueueFilterError, filter_tasks

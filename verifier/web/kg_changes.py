@@ -11,9 +11,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from verifier.errors import ApplicationError
 from verifier.exports.records import MAX_SELECTION
-from verifier.kg_changes import apply_changes, settled_changes
 from verifier.models import KnowledgeGraph
 from verifier.roles import ADMIN, VIEWER, has_role, role_required
+from verifier.settled_changes import apply_changes, settled_changes
 from verifier.web.links import export_url
 
 

@@ -56,7 +56,7 @@ def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
 def test_the_embedded_model_writes_a_claims_pseudo_subgraph_only_in_the_kgs_names(local_model, world_kg):
     # ClaimPKG's constrained generation on llama.cpp: whatever a 135M model makes of the claim, every entity it writes
     # is one the claim names (or an unknown) and every relation one the KG has, so the reply always maps to the KG.
-    from verifier.claims.service import decompose_claim, submit_claim
+    from verifier.claims.pipeline import decompose_claim, submit_claim
     from verifier.models import Claim
 
     llm = OpenAICompatibleLLM(local_model.url, "not-needed", "smollm2-135m", timeout=300, supports_grammar=True)

@@ -7,7 +7,7 @@ from django.urls import reverse
 from tests.openai_server import ScriptedOpenAIServer
 from tests.verifier.api.error_shape import assert_error
 from verifier.agent.llm import OpenAICompatibleLLM
-from verifier.claims.service import submit_claim, verify_claim_now
+from verifier.claims.pipeline import submit_claim, verify_claim_now
 from verifier.models import Claim, Run
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.claims.importing import ClaimFileError, read_claims_text
-from verifier.claims.service import decompose_claim, submit_claim
+from verifier.claims.pipeline import decompose_claim, submit_claim
 from verifier.models import AuditEvent, Claim, ClaimReview
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ import pytest
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.claims.decompose import mentioned_entities, offered_relations
-from verifier.claims.service import ClaimError, decompose_claim, outcome, review_claim, start_part_runs, submit_claim
+from verifier.claims.pipeline import ClaimError, decompose_claim, outcome, review_claim, start_part_runs, submit_claim
 from verifier.models import AuditEvent, Claim, Run
 from verifier.runner import execute_run
 from verifier.services import review_run

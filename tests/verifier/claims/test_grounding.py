@@ -7,7 +7,7 @@ import pytest
 from tests.openai_server import ScriptedOpenAIServer
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.claims.grounding import Reading, not_a_claim
-from verifier.claims.service import decompose_claim, outcome, submit_claim
+from verifier.claims.pipeline import decompose_claim, outcome, submit_claim
 from verifier.models import Claim, VerificationTask
 
 pytestmark = pytest.mark.django_db

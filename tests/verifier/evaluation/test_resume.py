@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from tests import workers
 from tests.openai_server import ScriptedOpenAIServer, TextReply
-from verifier.evaluation import reports, runner
-from verifier.evaluation.runner import HEARTBEAT_STALE, EvaluationError, EvaluationSpec, drive, prepare
+from verifier.evaluation import driver, reports
+from verifier.evaluation.driver import HEARTBEAT_STALE, EvaluationError, EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import NO_MODEL_PREFIX, WorkerUnfit, worker_pool
 from verifier.models import Evaluation, EvaluationItem, Run
 from verifier.queueing import RUN_VERIFICATION, queue_of
@@ -177,7 +177,7 @@ def test_a_stop_that_lands_mid_query_is_still_recorded(world_kg, tmp_path, monke
         connection.connection.pgconn.send_query(b"SELECT pg_sleep(0.2)")  # sent, its answer never read
         raise KeyboardInterrupt("signal 15")
 
-    monkeypatch.setattr(runner, "step", interrupted_mid_query)
+    monkeypatch.setattr(driver, "step", interrupted_mid_query)
     with pytest.raises(KeyboardInterrupt):
         drive(evaluation, progress=False)
     evaluation.refresh_from_db()

@@ -180,8 +180,8 @@ def test_an_export_takes_as_many_tasks_as_a_bulk_action(verified, make_user):
 def test_applying_the_changes_makes_the_kg_state_what_reviewers_settled_once(decided, make_user):
     from django.core.management import call_command
 
-    from verifier.kg_changes import apply_changes
     from verifier.models import AuditEvent, StructuralModel, Triple
+    from verifier.settled_changes import apply_changes
 
     kg = decided["kg"]
     benchmark = make_finished_run(make_task(kg, "Q42", "P69", "Q691283", source="evaluation:codex-kge-100 (valid)"))
@@ -249,8 +249,8 @@ def test_the_changes_page_lists_what_to_change_and_an_admin_applies_it(decided, 
 
 
 def test_the_changes_of_a_kg_are_read_in_a_few_queries_however_many_tasks_nobody_decided(decided, django_assert_max_num_queries):
-    from verifier.kg_changes import settled_changes
     from verifier.models import Run
+    from verifier.settled_changes import settled_changes
 
     kg = decided["kg"]
     heads = Entity.objects.bulk_create([Entity(kg=kg, external_id=f"Q{n}", label=f"person {n}") for n in range(800_000, 800_300)])

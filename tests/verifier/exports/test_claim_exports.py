@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from tests.openai_server import ScriptedOpenAIServer
 from verifier import exports
 from verifier.agent.llm import OpenAICompatibleLLM
-from verifier.claims.service import decompose_claim, review_claim, start_part_runs, submit_claim
+from verifier.claims.pipeline import decompose_claim, review_claim, start_part_runs, submit_claim
 from verifier.exports.prov import VOCAB
 from verifier.exports.records import SelectionError, select
 from verifier.runner import execute_run

@@ -13,11 +13,10 @@ import pytest
 import torch
 from django.db.models import F
 
-from verifier import confidence
-from verifier.evaluation.datasets import DATASETS, _Dataset, fitted_triples
+from verifier import confidence, memory_bootstrap
+from verifier.benchmarks.datasets import DATASETS, _Dataset, fitted_triples
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, RelationRecord, TypeRecord
-from verifier.memory import bootstrap
 from verifier.models import ConfidenceModel, FitTriple, FoldNetwork, KnowledgeGraph, MinedRule, Run, StructuralModel, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
@@ -222,10 +221,10 @@ def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corrup
     assert metrics["validation"]["mrr"] > 0 and metrics["dataset_validation"]["triples"] == 20
     assert all(n["validation"]["triples"] == 20 for n in metrics["networks"])
     # The memory bootstrap draws true triples from the KG's facts and as many corruptions, none a validation triple.
-    drawn = bootstrap.draw(kg, 4)
+    drawn = memory_bootstrap.draw(kg, 4)
     labels = [label for *_, label in drawn]
     assert labels.count(True) == labels.count(False) == 2
-    assert bootstrap.labelled_triples(kg) == set(ids) and not {row[:3] for row in drawn} & set(ids)
+    assert memory_bootstrap.labelled_triples(kg) == set(ids) and not {row[:3] for row in drawn} & set(ids)
     # Without the dataset's file (a KG loaded elsewhere), its own facts and their corruptions calibrate it.
     (tmp_path / "towns" / "valid.txt").unlink()
     assert calibrate_structural(model)["source"].startswith("facts the KG states")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier.errors import ApplicationError
-from verifier.kg_changes import apply_changes
 from verifier.models import KnowledgeGraph
+from verifier.settled_changes import apply_changes
 
 
 class Command(BaseCommand):

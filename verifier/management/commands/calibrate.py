@@ -13,8 +13,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
+from verifier.evaluation.driver import EvaluationError
 from verifier.evaluation.labelled import calibration_evaluation, drive_here
-from verifier.evaluation.runner import EvaluationError
 from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import find_evaluation, kg_named
 from verifier.models import ConfidenceModel, Run

@@ -9,9 +9,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from verifier.benchmarks.datasets import DATASETS, TYPE_SCHEMES
 from verifier.claims.benchmark import CATEGORIES, generate, write_jsonl
 from verifier.errors import ApplicationError
-from verifier.evaluation.datasets import DATASETS, TYPE_SCHEMES
 from verifier.models import KnowledgeGraph
 
 

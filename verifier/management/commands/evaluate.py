@@ -11,14 +11,14 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
+from verifier.agent.config import parse_ablations
 from verifier.agent.loop import MODEL_FREE_MODES, MODES
 from verifier.agent.weighing import WEIGHED_MODES
+from verifier.benchmarks.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.claims import evaluation as claims_evaluation
 from verifier.errors import ApplicationError
 from verifier.evaluation import reports
-from verifier.evaluation.configs import parse_ablations
-from verifier.evaluation.datasets import TYPE_SCHEMES, BenchmarkError
-from verifier.evaluation.runner import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
+from verifier.evaluation.driver import STOPPED_NOTE, EvaluationError, EvaluationSpec, drive, prepare, supersede_orphans
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.lookup import find_evaluation

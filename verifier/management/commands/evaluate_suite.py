@@ -14,10 +14,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from verifier import confidence
 from verifier.agent.loop import MODEL_FREE_MODES
+from verifier.benchmarks.datasets import DATASETS, BenchmarkError
 from verifier.evaluation import reports
 from verifier.evaluation.configs import SUITE
-from verifier.evaluation.datasets import DATASETS, BenchmarkError
-from verifier.evaluation.runner import EvaluationError, EvaluationSpec, drive, prepare
+from verifier.evaluation.driver import EvaluationError, EvaluationSpec, drive, prepare
 from verifier.evaluation.workers import WorkerUnfit, worker_pool
 from verifier.kg.loader import ImportRejected
 from verifier.management.commands.evaluate import headline

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier.evaluation import reports
-from verifier.evaluation.runner import refresh_metrics
+from verifier.evaluation.driver import refresh_metrics
 from verifier.management.lookup import find_evaluation
 from verifier.models import Evaluation
 

@@ -3,7 +3,7 @@ installations (entries are re-embedded on import; an entry already here is not a
 file's lesson, status and provenance only while it awaits a curator's review).
 
 ``manage.py memory_bank bootstrap --kg codex-s --n 100`` — build candidate memories from the KG's own
-training triples (verifier/memory/bootstrap.py): the agent investigates them through Celery like an
+training triples (verifier/memory_bootstrap.py): the agent investigates them through Celery like an
 evaluation (resumable: run the same command again), and the runs that reached the right verdict become
 entries for curators to review."""
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier import services
+from verifier import memory_bootstrap, services
+from verifier.evaluation.driver import EvaluationError
 from verifier.evaluation.labelled import investigate
-from verifier.evaluation.runner import EvaluationError
 from verifier.evaluation.workers import WorkerUnfit
 from verifier.management.lookup import kg_named
-from verifier.memory import bank, bootstrap
+from verifier.memory import bank
 from verifier.structure.training import TrainingError, wait_for_model
 
 
@@ -62,14 +62,14 @@ class Command(BaseCommand):
         name = f"memory-bootstrap-{kg.name}-n{options['n']}-s{options['seed']}"
         try:
             wait_for_model(kg, log=self.stdout.write)
-            evaluation = investigate(kg, name, lambda: bootstrap.draw(kg, options["n"], seed=options["seed"]),
+            evaluation = investigate(kg, name, lambda: memory_bootstrap.draw(kg, options["n"], seed=options["seed"]),
                                      seed=options["seed"], concurrency=options["concurrency"],
                                      progress=not options["no_progress"], log=self.stdout.write)
         except (EvaluationError, TrainingError, ValueError, WorkerUnfit) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
             raise CommandError("interrupted; run the same command again to continue") from None
-        added, skipped = bootstrap.harvest(evaluation)
+        added, skipped = memory_bootstrap.harvest(evaluation)
         self.stdout.write(self.style.SUCCESS(
             f"Added {added} memories from runs that reached the right verdict ({skipped} skipped: wrong verdict or already "
             f"in the bank); they are marked for review in their provenance. Export them with: manage.py memory_bank export"))

@@ -11,7 +11,7 @@ import signal
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from verifier import own_weighing
+from verifier import confidence_own
 from verifier.management.lookup import kg_named
 from verifier.models import Entity, KnowledgeGraph, StructuralModel, Triple
 from verifier.selectors import model_summary
@@ -120,7 +120,7 @@ class Command(BaseCommand):
 
     def _weighing_hint(self, kg: KnowledgeGraph) -> None:
         """A KG weighed by the model for every KG (fitted on another KG's evidence) can have one of its own."""
-        if own_weighing.wanted(kg):
+        if confidence_own.wanted(kg):
             self.stdout.write(f"Verdicts on {kg.name} are weighed by the confidence model for every KG; to fit one on its own "
                               f"evidence (an evidence-mode run per calibration triple): manage.py calibrate --kg {kg.name} "
                               "--calibration-triples")

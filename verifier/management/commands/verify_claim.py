@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from verifier.agent.loop import MODES
-from verifier.claims.service import ClaimError, decompose_claim, outcome, part_text, start_part_runs, submit_claim
+from verifier.claims.pipeline import ClaimError, decompose_claim, outcome, part_text, start_part_runs, submit_claim
 from verifier.confidence import Unweighed, require_weighing
 from verifier.models import Claim, KnowledgeGraph, Run
 from verifier.runner import execute_run

@@ -24,7 +24,7 @@ from verifier.services import record_audit
 
 
 @dataclass
-class OwnWeighing:
+class OwnModelState:
     """Where a local KG stands on the way to a confidence model fitted on its calibration triples."""
 
     structural: StructuralModel | None  # the ready, calibrated structural model whose calibration triples are verified
@@ -50,22 +50,22 @@ def wanted(kg: KnowledgeGraph) -> bool:
     return fallback is None or kg.name not in confidence.kgs_fitted_on(fallback)
 
 
-def own_weighing(kg: KnowledgeGraph) -> OwnWeighing | None:
+def own_model_state(kg: KnowledgeGraph) -> OwnModelState | None:
     """The KG's state (None for a SPARQL KG, which has no structural model to take triples from)."""
     if kg.kind != KnowledgeGraph.Kind.LOCAL:
         return None
     structural = StructuralModel.objects.ready_for(kg)
     if structural is None:
-        return OwnWeighing(None, 0, None, None, "Its structural model is not trained yet: its calibration triples come "
+        return OwnModelState(None, 0, None, None, "Its structural model is not trained yet: its calibration triples come "
                                                 "from that training.")
     if not structural.calibrated_at:
-        return OwnWeighing(structural, 0, None, None, f"{structural.description} has no calibration: "
+        return OwnModelState(structural, 0, None, None, f"{structural.description} has no calibration: "
                                                       f"manage.py train_kge {kg.name} --recalibrate")
     name = calibration_evaluation_name(structural)
     triples = FitTriple.objects.filter(kg=kg, purpose=FitTriple.Purpose.STRUCTURAL_CALIBRATION).count()
     refused = "" if triples else f"Its structural calibration recorded no triples: manage.py train_kge {kg.name} --recalibrate"
     evaluation = Evaluation.objects.filter(name=name).first()
-    return OwnWeighing(structural, triples, evaluation,
+    return OwnModelState(structural, triples, evaluation,
                        ConfidenceModel.objects.filter(kg=kg, source=f"evaluation {name}").order_by("-pk").first(), refused,
                        verified_so_far([evaluation.pk]).get(evaluation.pk) if evaluation else None)
 
@@ -73,7 +73,7 @@ def own_weighing(kg: KnowledgeGraph) -> OwnWeighing | None:
 def verify_calibration_triples(kg: KnowledgeGraph, *, actor) -> Evaluation:
     """Hand the evidence-mode evaluation of the KG's calibration triples to the worker (drawn the first time, resumed
     after an interruption). ValueError with the reason when it cannot be."""
-    state = own_weighing(kg)
+    state = own_model_state(kg)
     if state is None or state.refused:
         raise ValueError(state.refused if state else f"{kg.name} is a SPARQL endpoint: it has no structural model")
     evaluation = calibration_evaluation(state.structural)
@@ -87,7 +87,7 @@ def verify_calibration_triples(kg: KnowledgeGraph, *, actor) -> Evaluation:
 def fit_on_calibration_triples(kg: KnowledgeGraph, *, actor) -> ConfidenceModel:
     """A candidate confidence model for ``kg`` fitted on the finished evaluation of its calibration triples, not put
     in force. ValueError when there is none, or its runs cannot be fitted on (the message says why)."""
-    state = own_weighing(kg)
+    state = own_model_state(kg)
     evaluation = state.evaluation if state else None
     if evaluation is None or evaluation.status != Evaluation.Status.FINISHED:
         raise ValueError("its calibration triples are not verified yet")

@@ -3,7 +3,7 @@
 - ``codex-s``: CoDEx-S valid positives and its given hard negatives, as relation-matched pairs (the
   negatives are dominated by one relation; unmatched, the relation alone would give the label away).
 - ``fb15k-237``: FB15k-237 valid positives, each paired with a type-constrained negative made from it
-  (see verifier/evaluation/sampling.py).
+  (see verifier/benchmarks/sampling.py).
 - ``codex-s-test``, ``fb15k-237-test``: the same over the datasets' test splits, where their files are present
   (they do not ship with the data; nothing is ever fitted on them).
 - a file of triples (CSV or TSV, by ids, labels or aliases, as ``import_tasks`` reads them): with a label
@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from verifier.errors import ApplicationError
-from verifier.evaluation.sampling import (
+from verifier.benchmarks.sampling import (
     NegativeSampler,
     Triple,
     corrupted_pairs,
@@ -35,6 +34,7 @@ from verifier.evaluation.sampling import (
     relation_roles,
     relation_signature_keys,
 )
+from verifier.errors import ApplicationError
 from verifier.kg.flagged import ResolvedRow, read_flagged, resolve_rows
 from verifier.kg.loader import ImportRejected
 from verifier.kg.sources import Problem

@@ -3,7 +3,7 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from verifier.evaluation.datasets import BenchmarkError, build_benchmark
+from verifier.benchmarks.datasets import BenchmarkError, build_benchmark
 from verifier.kg.loader import ImportRejected
 from verifier.models import Evaluation
 

@@ -6,8 +6,8 @@ from itertools import islice
 
 import pytest
 
-from verifier.evaluation.datasets import BenchmarkError, build_benchmark
-from verifier.evaluation.sampling import (
+from verifier.benchmarks.datasets import BenchmarkError, build_benchmark
+from verifier.benchmarks.sampling import (
     NegativeSampler,
     corrupted_pairs,
     declared_type_keys,

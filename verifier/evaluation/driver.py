@@ -34,10 +34,10 @@ from django.utils.text import slugify
 from tqdm import tqdm
 
 from verifier import confidence
+from verifier.benchmarks.datasets import Benchmark, benchmark_kg, build_benchmark
 from verifier.errors import ApplicationError
 from verifier.evaluation import outcomes
 from verifier.evaluation.configs import Configuration, run_config
-from verifier.evaluation.datasets import Benchmark, benchmark_kg, build_benchmark
 from verifier.evaluation.workers import runs_held_by_workers
 from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
 from verifier.queue_filters import EVALUATION_SOURCE_PREFIX

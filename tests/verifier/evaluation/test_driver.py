@@ -12,7 +12,7 @@ import pytest
 from tests.openai_server import ErrorReply, ScriptedOpenAIServer
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.evaluation import reports
-from verifier.evaluation.runner import EvaluationError, EvaluationSpec, finish, prepare, refresh_metrics, step
+from verifier.evaluation.driver import EvaluationError, EvaluationSpec, finish, prepare, refresh_metrics, step
 from verifier.models import Evaluation, EvaluationItem, Run, VerificationTask
 from verifier.runner import execute_run
 
@@ -44,7 +44,7 @@ def dataset(tmp_path, world_kg):
 
 
 def evaluate_in_process(evaluation, server, *, concurrency):
-    """Drive like the runner does, executing each queued run here instead of on a worker."""
+    """Drive like the evaluation driver does, executing each queued run here instead of on a worker."""
     llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0, backoff=0.01)
     retries, rounds = Counter(), []
     while True:
@@ -168,7 +168,7 @@ def test_an_evaluation_whose_driver_went_silent_is_marked_interrupted_with_how_t
     from django.utils import timezone
 
     from tests.verifier.web.workbench import client_for
-    from verifier.evaluation.runner import ABANDONED_SECONDS
+    from verifier.evaluation.driver import ABANDONED_SECONDS
     from verifier.tasks import sweep_stalled
 
     now = timezone.now()

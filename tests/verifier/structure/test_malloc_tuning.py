@@ -29,9 +29,9 @@ def _faults_of_a_step() -> int:
 
 
 def _steps_within_and_after() -> tuple[list[int], list[int]]:
-    from verifier.structure import heap
+    from verifier.structure import malloc_tuning
 
-    with heap.reused_heap():
+    with malloc_tuning.reused_heap():
         within = [_faults_of_a_step() for _ in range(20)]
     after = [_faults_of_a_step() for _ in range(2)]
     return within, after

@@ -5,8 +5,8 @@ import pytest
 
 from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource, PassageRecord, RelationRecord
-from verifier.structure import described
-from verifier.structure.described import DescriptionIndex, entity_names
+from verifier.structure import entity_text
+from verifier.structure.entity_text import DescriptionIndex, entity_names
 
 
 def _people_kg():
@@ -53,7 +53,7 @@ def test_the_head_is_never_its_own_neighbour_so_the_triple_under_test_never_vote
     f0, freedonia = _rows(people, "f0", "F")
     vote = index.described(f0, citizen, freedonia).tail_vote
     assert f0 not in [row for row, _, _ in vote.neighbours]
-    assert len(vote.neighbours) == described.NEIGHBOURS  # 11 other citizens, the 10 most alike vote
+    assert len(vote.neighbours) == entity_text.NEIGHBOURS  # 11 other citizens, the 10 most alike vote
 
 
 def test_mentions_by_label_or_alias_and_the_tail_label_words(people):
