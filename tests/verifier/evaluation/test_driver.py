@@ -179,8 +179,10 @@ def test_an_evaluation_whose_driver_went_silent_is_marked_interrupted_with_how_t
     assert sweep_stalled() == 2  # the beat's sweep: no run is stalled, two evaluations lost their driver
     status = dict(Evaluation.objects.values_list("name", "status"))
     assert status == {"killed": "interrupted", "alive": "running", "never-beat": "interrupted"}
-    page = client_for(make_user, "viewer").get(f"/evaluations/{made['killed'].pk}/").content.decode()
+    page = client_for(make_user, "admin").get(f"/evaluations/{made['killed'].pk}/").content.decode()
     assert "Interrupted" in page and "Resume (or <code>manage.py evaluate --resume killed</code>) verifies the rest" in page
+    page = client_for(make_user, "viewer").get(f"/evaluations/{made['killed'].pk}/").content.decode()
+    assert "Interrupted" in page and "Resume verifies the rest" in page and "manage.py" not in page  # commands: admins
 
 
 def test_an_evaluation_of_a_mode_that_decides_only_by_weighing_waits_for_a_confidence_model(dataset, world_kg):
