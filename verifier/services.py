@@ -131,9 +131,7 @@ def release_awaiting(model_id: int) -> list[int]:
     """Send again every queued run that waited for this training, now ended however it ended: each checks afresh
     whether there is still something to wait for. Returns their ids."""
     with transaction.atomic():
-        released = list(Run.objects.select_for_update().filter(status=Run.Status.QUEUED, awaiting_model_id=model_id)
-                        .values_list("pk", flat=True))
-        Run.objects.filter(pk__in=released).update(awaiting_model=None)
+        released = Run.objects.release_from(model_id)
         for run_id in released:
             enqueue(RUN_VERIFICATION, run_id)
     return released
@@ -187,16 +185,13 @@ class TaskBusy(ApplicationError):
 
 def cancel_run(*, run, actor=None) -> bool:
     """Stop a queued or running run: its worker stores no further step. False if it had already ended."""
+    before = run.status
     with transaction.atomic():
-        updated = Run.objects.filter(pk=run.pk).in_flight().update(
-            status=Run.Status.CANCELLED, finished_at=timezone.now())
-        if updated:
-            record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})
-            run.refresh_from_db()
+        cancelled = run.cancel()  # its task is freed too, also when its worker is gone and will never do it
+        if cancelled:
+            record_audit(actor=actor, action="run.cancel", obj=run, before={"status": before}, after={"status": "cancelled"})
             publish_run_status(run)
-    if updated:
-        VerificationTask.release(run.task_id)  # also when its worker is gone and will never do it
-    return bool(updated)
+    return cancelled
 
 
 def assign_tasks(*, tasks, assignee, actor=None) -> int:
@@ -251,9 +246,8 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
             return latest
         review = Review.objects.create(run=run, reviewer=reviewer, decision=decision, verdict=final, reason=reason)
         before = {"task_status": task.status}
-        if decision != decisions.COMMENT and task.status != VerificationTask.Status.REVIEWED:
-            task.status = VerificationTask.Status.REVIEWED
-            task.save(update_fields=["status", "updated_at"])
+        if decision != decisions.COMMENT:
+            task.mark_reviewed()
         record_audit(actor=reviewer, action=f"review.{decision}", obj=run, before={**before, "verdict": run.verdict},
                      after={"task_status": task.status, "verdict": final, "reason": reason, "review": review.pk})
         webhooks.emit(Webhook.Event.REVIEW_RECORDED, f"review.recorded:{review.pk}", webhooks.review_data(review))
@@ -294,10 +288,7 @@ def undo_review(*, review, actor) -> None:
         before = {"decision": review.decision, "verdict": review.verdict, "reason": review.reason, "task_status": task.status}
         run, pk = review.run, review.pk
         review.delete()
-        decided = Review.objects.filter(run__task=task).exclude(decision=Review.Decision.COMMENT).exists()
-        if not decided and task.status == VerificationTask.Status.REVIEWED:
-            task.status = VerificationTask.Status.VERIFIED
-            task.save(update_fields=["status", "updated_at"])
+        task.unmark_reviewed()
         record_audit(actor=actor, action="review.undo", obj=run, before=before, after={"review": pk, "task_status": task.status})
 
 
