@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 
 from django.conf import settings
 
@@ -54,7 +53,7 @@ def build_toolbox(kg: KnowledgeGraph, query: Claim | None = None, *, kg_tools: b
         kg=backend_for(kg),
         corpus=PostgresCorpus(kg) if kg.kind == KnowledgeGraph.Kind.LOCAL else None,
         encyclopedia=encyclopedia,
-        web=provider_from_env(os.environ),
+        web=provider_from_env(settings.WEB_SEARCH),
         query=query,
         wiki_alpha=settings.KGV_WIKI_ALPHA,
         structure=StructuralEvidence(kg) if kg.kind == KnowledgeGraph.Kind.LOCAL else None,
@@ -82,8 +81,7 @@ def default_profile(llm=None) -> str:
     is ``llm`` when given, else the configured endpoint)."""
     if settings.KGV_AGENT_PROFILE != "auto":
         return settings.KGV_AGENT_PROFILE
-    base_url = getattr(llm, "base_url", None) if llm is not None else os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
-    model = getattr(llm, "model", None) if llm is not None else os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+    base_url, model = (getattr(llm, "base_url", None), getattr(llm, "model", None)) if llm is not None else llm_endpoint()
     return "compact" if not base_url or is_embedded(base_url, model) else "paper"
 
 
@@ -132,15 +130,13 @@ def _llm(base_url: str, model: str, grammar: bool):
 
 
 def llm_endpoint() -> tuple[str, str]:
-    """(base URL, model name) of the configured endpoint; the URL is empty when none is configured."""
-    return os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL, os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+    """(base URL, model name) of the configured endpoint (settings; the embedded model's, once this process started
+    it: kgv_web.embedded_llm.provide_local_llm); the URL is empty when none is configured."""
+    return settings.LLM_BASE_URL, settings.LLM_MODEL
 
 
 def build_llm(*, use_grammar: bool | None = None):
-    """The configured OpenAI-compatible endpoint as the agent's LLM port, one client per process.
-
-    The embedded local model is started after settings are read (it is only started by commands that
-    need it), so its URL is taken from the environment, where kgv_web.embedded_llm puts it."""
+    """The configured OpenAI-compatible endpoint (``llm_endpoint``) as the agent's LLM port, one client per process."""
     base_url, model = llm_endpoint()
     if not base_url:
         raise RuntimeError("no LLM endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)")

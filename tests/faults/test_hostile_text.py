@@ -131,7 +131,7 @@ def hostile_kg(db):
 def web_search(monkeypatch):
     with LocalHTTPServer() as server:
         server.route("/search", web_results)
-        monkeypatch.setenv("SEARXNG_URL", server.url)
+        monkeypatch.setattr("django.conf.settings.WEB_SEARCH", {"SEARXNG_URL": server.url})
         yield server
 
 

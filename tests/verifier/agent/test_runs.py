@@ -163,11 +163,10 @@ def test_without_kg_tools_only_text_tools_are_offered(task):
 
 def test_web_search_is_offered_only_when_a_provider_is_configured(task, monkeypatch):
     script = [PLAN, "Thought: ok\nFinal Answer: [Correct] Because it is so."]
-    for name in ("WEB_SEARCH_PROVIDER", "SEARXNG_URL", "BRAVE_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("django.conf.settings.WEB_SEARCH", {})
     _, requests = run_with(task, list(script))
     assert "Web_Evidence(" not in requests[1].messages[0]["content"]
-    monkeypatch.setenv("SEARXNG_URL", "http://127.0.0.1:9")
+    monkeypatch.setattr("django.conf.settings.WEB_SEARCH", {"SEARXNG_URL": "http://127.0.0.1:9"})
     _, requests = run_with(task, list(script))
     assert "Web_Evidence(" in requests[1].messages[0]["content"]
 
