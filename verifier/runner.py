@@ -20,7 +20,7 @@ from django.utils import timezone
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from verifier.agent.llm import LLM, LLMError
-from verifier.agent.loop import MODEL_FREE_MODES, AgentConfig, Investigation
+from verifier.agent.loop import MODEL_FREE_MODES, Investigation
 from verifier.agent.steps import Claim, VerdictStep
 from verifier.agent.steps import Step as AgentStep
 from verifier.confidence import assess, weigher_for
@@ -29,7 +29,7 @@ from verifier.models import Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.structure.training import training_to_await
-from verifier.wiring import build_llm, build_toolbox, settled_config
+from verifier.wiring import build_llm, build_toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -122,28 +122,18 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
 
 
 def _training_to_await(run: Run):
-    """The structural model's training this run must wait for, if its configuration uses the structure (a
-    configuration that does not validate waits for nothing: the investigation fails it with the reason)."""
-    try:
-        if not AgentConfig.from_dict(run.config).uses_structure:
-            return None
-    except ValueError:
-        return None
-    return training_to_await(run.task.kg)
+    """The structural model's training this run must wait for, if its configuration uses the structure."""
+    return training_to_await(run.task.kg) if run.agent_config.uses_structure else None
 
 
 def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     task = run.task
     try:
-        if llm is None and run.config.get("mode") not in MODEL_FREE_MODES:
-            llm = build_llm(use_grammar=run.config.get("use_grammar"))
-        # The profile and its defaults follow the model that answers, unless the run's config chose them.
-        run.config = settled_config(run.config, llm)
-        # Small local models follow the step format only under a grammar; the endpoint says if it takes one.
-        config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False),
-                                         "tool_calling": settings.LLM_TOOL_CALLING, **run.config})
+        config = run.agent_config  # settled when the run was created (wiring.settle_config)
+        if llm is None and config.mode not in MODEL_FREE_MODES:
+            llm = build_llm(use_grammar=config.use_grammar)
         run.model = getattr(llm, "model", "")
-        Run.objects.filter(pk=run.pk).update(config=run.config, model=run.model)
+        Run.objects.filter(pk=run.pk).update(model=run.model)
         claim = claim_of(task)
         toolbox = build_toolbox(task.kg, claim, kg_tools=config.kg_tools, external_tools=config.external_tools,
                                 structural_tools=config.structural_tools)

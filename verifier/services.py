@@ -10,7 +10,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from verifier import confidence, webhooks
-from verifier.agent.loop import AgentConfig
+from verifier.agent.config import RunConfig
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.errors import ApplicationError
 from verifier.evaluation.datasets import build_benchmark, validation_benchmark
@@ -37,6 +37,7 @@ from verifier.queueing import RUN_VERIFICATION, enqueue
 from verifier.realtime.publish import publish_run_status
 from verifier.selectors import structural_statuses
 from verifier.structure.training import request_training
+from verifier.wiring import settle_config
 
 
 def record_audit(*, actor, action: str, obj, before: dict | None = None, after: dict | None = None) -> AuditEvent:
@@ -147,36 +148,37 @@ def _stated(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> int:
 MAX_BULK = 1000  # the most tasks or memories one bulk action takes (the queue's, the bank's, the API's)
 
 
-def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True,
+def start_run(*, task: VerificationTask, config: dict | RunConfig | None = None, actor=None, queue: bool = True,
               unweighed_ok: bool = False):
-    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
-    leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model.
+    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. ``config`` is the
+    request (a JSON object of AgentConfig settings), validated and settled here (wiring.settle_config: ValueError names
+    what is wrong), or one settled already; the run stores both and its worker runs it with the settled one as is.
     A mode that decides only by weighing is refused while no confidence model is in force for the task's KG
     (confidence.Unweighed), unless ``unweighed_ok``: the caller checked already (``start_runs``, once for all its KGs) or
     decided it for all its runs (an evaluation, whose runs may be a fit's data)."""
-    requested = dict(config or {})
-    mode = AgentConfig.from_dict(requested).mode  # validates; raises ValueError with a clear message
+    settled = config if isinstance(config, RunConfig) else settle_config(config)
     if not unweighed_ok:
-        confidence.require_weighing(task.kg_id, mode)
+        confidence.require_weighing(task.kg_id, settled.agent.mode)
     with transaction.atomic():
         VerificationTask.objects.select_for_update().filter(pk=task.pk).first()  # one start at a time per task
         in_flight = Run.objects.filter(task=task).in_flight().first()
         if in_flight is not None:
             raise TaskBusy(f"task {task.pk} already has run {in_flight.pk} {in_flight.status}; wait for it or cancel it")
-        run = Run.objects.create(task=task, config=requested, created_by=actor if getattr(actor, "is_authenticated", False) else None)
-        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": requested})
+        run = Run.objects.create(task=task, request=settled.request, config=settled.agent.to_dict(),
+                                 created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": settled.request})
         if queue:
             enqueue(RUN_VERIFICATION, run.pk)
     return run
 
 
-def start_runs(*, tasks, config: dict | None = None, actor=None, queue: bool = True) -> list:
-    """``start_run`` for each of ``tasks``, all or none: the weighing their mode needs is checked once for all
-    their KGs (confidence.Unweighed, naming each KG without one, before any run exists), not once per task."""
-    mode = AgentConfig.from_dict(dict(config or {})).mode
-    confidence.require_weighing({task.kg_id for task in tasks}, mode)
+def start_runs(*, tasks, config: dict | RunConfig | None = None, actor=None, queue: bool = True) -> list:
+    """``start_run`` for each of ``tasks``, all or none, with ``config`` settled once: the weighing their mode needs is
+    checked once for all their KGs (confidence.Unweighed, naming each KG without one, before any run exists)."""
+    settled = config if isinstance(config, RunConfig) else settle_config(config)
+    confidence.require_weighing({task.kg_id for task in tasks}, settled.agent.mode)
     with transaction.atomic():
-        return [start_run(task=task, config=config, actor=actor, queue=queue, unweighed_ok=True) for task in tasks]
+        return [start_run(task=task, config=settled, actor=actor, queue=queue, unweighed_ok=True) for task in tasks]
 
 
 class TaskBusy(ApplicationError):

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from verifier.agent.config import AgentConfig
 from verifier.models.kg import Entity, KnowledgeGraph, Relation
 
 
@@ -160,7 +161,10 @@ class Run(models.Model):
     objects = RunQuerySet.as_manager()
 
     task = models.ForeignKey(VerificationTask, on_delete=models.CASCADE, related_name="runs")
-    config = models.JSONField(default=dict, blank=True)
+    # Settled once, when the run is created (verifier/wiring.py settle_config): the configuration as asked for, and
+    # every setting of the AgentConfig the run runs with (what the request left open filled in).
+    request = models.JSONField(default=dict, blank=True, help_text="the configuration as asked for")
+    config = models.JSONField(default=dict, blank=True, help_text="the settled configuration the run runs with")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
     explanation = models.TextField(blank=True)
@@ -187,6 +191,11 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    @property
+    def agent_config(self) -> AgentConfig:
+        """The settled configuration the run runs with, as stored."""
+        return AgentConfig.from_dict(self.config)
 
     @property
     def is_finished(self) -> bool:
