@@ -49,7 +49,7 @@ def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_
     assert checks["pgvector"]["ok"] and checks["pgvector"]["detail"].startswith("pgvector 0.8")
     assert checks["redis"]["ok"]
     assert checks["worker"]["ok"] and celery_worker_process in checks["worker"]["detail"]
-    assert checks["model"]["ok"] and checks["model"]["detail"].startswith("local at http://127.0.0.1:")
+    assert checks["model"]["ok"] and checks["model"]["detail"].startswith("scripted at http://127.0.0.1:")
     assert checks["run queue"]["ok"] and checks["run queue"]["detail"] == "0 run(s) queued, 0 running"
 
 
