@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
+from django.conf import settings
+
 from kgv_web.embedded import PROJECT_DIR, EmbeddedServiceError, _free_port, embedded_dir, file_lock
 
 logger = logging.getLogger(__name__)
@@ -282,19 +284,22 @@ def local_model_name() -> str:
 def provide_local_llm() -> str | None:
     """Start (or attach to) the local model server unless an endpoint is configured; return its URL.
 
-    Does nothing when ``LLM_BASE_URL`` is set (which includes every later call in this process and its
-    children) or ``KGV_LOCAL_LLM=off``. Otherwise serves ``KGV_LOCAL_MODEL`` (default
-    ``qwen2.5-coder-1.5b``), sets ``LLM_BASE_URL`` and a default ``LLM_MODEL`` in ``os.environ`` and
-    registers an exit hook stopping the server if this process started it.
+    Does nothing when an endpoint is configured (settings.LLM_BASE_URL, which includes every later call in this
+    process and its children) or ``KGV_LOCAL_LLM=off``. Otherwise serves ``KGV_LOCAL_MODEL`` (default
+    ``qwen2.5-coder-1.5b``), sets ``LLM_BASE_URL`` and ``LLM_MODEL`` in this process's settings and, for the
+    processes it starts, in ``os.environ``, and registers an exit hook stopping the server if this process started it.
     """
-    if os.environ.get("LLM_BASE_URL"):
-        return os.environ["LLM_BASE_URL"]
+    if settings.LLM_BASE_URL:
+        return settings.LLM_BASE_URL
     if os.environ.get("KGV_LOCAL_LLM", "").strip().lower() in {"off", "0", "false", "no"}:
         return None
     name = local_model_name()
     # One directory per model: switching KGV_LOCAL_MODEL never attaches to the other model's server.
     server = EmbeddedLLM(embedded_dir() / "llm" / name, name).start()
+    # Settings were read before the server existed: this process learns its endpoint here, the processes it starts
+    # (workers, a web server) from the environment, as their settings are read.
     os.environ["LLM_BASE_URL"] = server.url
     os.environ.setdefault("LLM_MODEL", name)
+    settings.LLM_BASE_URL, settings.LLM_MODEL = server.url, os.environ["LLM_MODEL"]
     atexit.register(server.stop)
     return server.url

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -93,10 +92,12 @@ WIKIDATA_SPARQL_URL = env_url("WIKIDATA_SPARQL_URL", "https://query.wikidata.org
 SPARQL_TIMEOUT_SECONDS = env_float("SPARQL_TIMEOUT_SECONDS", 10.0, minimum=0.1, maximum=600.0)
 WIKIPEDIA_API_URL = env_url("WIKIPEDIA_API_URL", schemes=("http", "https"))  # empty: the local corpus only
 KGV_WIKI_ALPHA = env_float("KGV_WIKI_ALPHA", 0.5, minimum=0.0, maximum=1.0)
-try:  # web search is configured by WEB_SEARCH_PROVIDER / SEARXNG_URL / BRAVE_API_KEY (verifier/evidence/web.py)
+# Web search behind the Web_Evidence tool (verifier/evidence/web.py): a provider and its settings; all empty: off.
+WEB_SEARCH = {name: env_str(name) for name in ("WEB_SEARCH_PROVIDER", "SEARXNG_URL", "BRAVE_API_KEY", "BRAVE_BASE_URL")}
+try:
     from verifier.evidence.web import provider_from_env
 
-    provider_from_env(os.environ)
+    provider_from_env(WEB_SEARCH)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 

@@ -85,6 +85,19 @@ def app_env(scripted_model):
             "KGV_LOCAL_LLM": "off", "KGV_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
 
 
+@pytest.fixture(autouse=True)
+def configured_as_the_workers(request):
+    """While a test has the session's worker (or web server), this process's settings name the model endpoint theirs
+    do (tests.workers.configured_as): a run created here is settled for the model that answers it on the worker."""
+    if "celery_worker_process" not in request.fixturenames:
+        yield
+        return
+    from tests.workers import configured_as
+
+    with configured_as(request.getfixturevalue("app_env")):
+        yield
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, app_env):
     """The session's real Celery worker (a separate process, 4 threads) on every queue of the embedded Redis broker

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from openai import OpenAI
 
 from kgv_web import embedded_llm
@@ -122,12 +123,15 @@ def test_provide_local_llm_starts_exports_and_stops(tmp_path: Path, monkeypatch:
     monkeypatch.delenv("LLM_BASE_URL", raising=False)
     monkeypatch.delenv("LLM_MODEL", raising=False)
     monkeypatch.delenv("KGV_LOCAL_LLM", raising=False)
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", "")  # restored afterwards: provide_local_llm sets it
+    monkeypatch.setattr("django.conf.settings.LLM_MODEL", "local")
 
     url = provide_local_llm()
     assert url is not None and re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url)
-    assert os.environ["LLM_BASE_URL"] == url
+    assert (settings.LLM_BASE_URL, settings.LLM_MODEL) == (url, TEST_MODEL)  # this process's endpoint
+    assert os.environ["LLM_BASE_URL"] == url  # the endpoint of the processes it starts
     assert os.environ["LLM_MODEL"] == TEST_MODEL
-    assert provide_local_llm() == url  # cheap once running: the environment already names it
+    assert provide_local_llm() == url  # cheap once running: the settings already name it
     assert len(hooks) == 1
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     assert _port_open(port)
@@ -140,12 +144,13 @@ def test_provide_local_llm_starts_exports_and_stops(tmp_path: Path, monkeypatch:
 
 
 def test_provide_local_llm_respects_a_configured_endpoint_and_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LLM_BASE_URL", "https://llm.example.org/v1")
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", "https://llm.example.org/v1")
     assert provide_local_llm() == "https://llm.example.org/v1"
-    monkeypatch.delenv("LLM_BASE_URL")
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", "")
+    monkeypatch.delenv("LLM_BASE_URL", raising=False)
     monkeypatch.setenv("KGV_LOCAL_LLM", "off")
     assert provide_local_llm() is None
-    assert "LLM_BASE_URL" not in os.environ
+    assert "LLM_BASE_URL" not in os.environ and settings.LLM_BASE_URL == ""
 
 
 def test_a_server_that_cannot_start_points_at_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

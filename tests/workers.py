@@ -37,6 +37,18 @@ class WorkerHandle:
 
 
 @contextmanager
+def configured_as(env: dict):
+    """This process's model endpoint, as ``env`` gives a worker's (its settings read it from there): the processes of a
+    deployment share one configuration, and a run created here is settled for the model that answers it there."""
+    from django.test import override_settings
+
+    grammar = env.get("LLM_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off")
+    with override_settings(LLM_BASE_URL=env["LLM_BASE_URL"], LLM_MODEL=env.get("LLM_MODEL", "local"),
+                           LLM_LOCAL_GRAMMAR=grammar):
+        yield
+
+
+@contextmanager
 def celery_worker(*, pool: str = "prefork", concurrency: int = 1, env: dict | None = None, timeout: float = 90,
                   queue: str | None = None, name: str | None = None):
     """A worker on the test database, stopped on exit, consuming ``queue`` (comma-separated queues). Without one it

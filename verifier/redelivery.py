@@ -86,8 +86,7 @@ def _waiting(cutoff) -> set[int]:
     """Queued runs that should have a message: not an evaluation's, and not waiting for a training in flight
     (one whose job stopped without ending is no longer waited for: the run is sent to look again)."""
     training = [m.pk for m in StructuralModel.objects.in_flight() if not m.is_stale]
-    return set(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff, evaluation_items__isnull=True)
-               .exclude(awaiting_model__in=training).values_list("pk", flat=True))
+    return set(Run.objects.expecting_message(cutoff, training).values_list("pk", flat=True))
 
 
 def redeliver_lost_runs() -> list[int]:

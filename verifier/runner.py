@@ -16,21 +16,20 @@ from functools import partial
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from verifier.agent.llm import LLM, LLMError
-from verifier.agent.loop import MODEL_FREE_MODES, AgentConfig, Investigation
+from verifier.agent.loop import MODEL_FREE_MODES, Investigation
 from verifier.agent.steps import Claim, VerdictStep
 from verifier.agent.steps import Step as AgentStep
 from verifier.confidence import assess, weigher_for
 from verifier.memory import bank
-from verifier.models import Review, Run, RunMemory, Step, SupportItem, VerificationTask
+from verifier.models import Run, RunMemory, Step, SupportItem, VerificationTask
 from verifier.quality import signals_of
 from verifier.realtime.publish import publish_run_status, publish_step
 from verifier.structure.training import training_to_await
-from verifier.wiring import build_llm, build_toolbox, settled_config
+from verifier.wiring import build_llm, build_toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -49,22 +48,13 @@ _reconnecting = retry(retry=retry_if_exception_type((OperationalError, Interface
 
 @_reconnecting
 def _finish(run: Run, status: str, **fields) -> bool:
-    """End a running run and settle its task, in one transaction: one conditional UPDATE, so a run a curator
-    cancelled (or a sweeper failed) meanwhile keeps that state. A run that succeeded makes its task verified
-    (a reviewer's decision on an earlier run stays the task's verdict: it stays reviewed); otherwise the task
-    goes back to the queue unless another run of it is in flight. False when the run was no longer running."""
+    """End a running run and settle its task, in one transaction (Run.finish: a run a curator cancelled, or a
+    sweeper failed, meanwhile keeps that state), and tell its followers. False when the run was no longer running."""
     with transaction.atomic():
-        ended = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=status, finished_at=timezone.now(), **fields)
-        run.refresh_from_db()
-        if ended and status == Run.Status.SUCCEEDED:
-            reviewed = Review.objects.filter(run__task_id=run.task_id).exclude(verdict="").exists()
-            VerificationTask.objects.filter(pk=run.task_id).update(
-                status=VerificationTask.Status.REVIEWED if reviewed else VerificationTask.Status.VERIFIED)
-        else:
-            VerificationTask.release(run.task_id)
+        ended = run.finish(status, **fields)
         if ended:
             publish_run_status(run)
-    return bool(ended)
+    return ended
 
 
 def _failure(error: Exception) -> str:
@@ -82,20 +72,14 @@ def _failure(error: Exception) -> str:
 def _persist(run: Run, seq: int, step: AgentStep) -> Step | None:
     """Store one step with its evidence and add its tokens and cost to the run's, in one transaction.
 
-    The counter UPDATE also tells whether a curator cancelled the run (it then matches no row): the
-    step is not stored and None is returned.
+    Adding to the counters also tells whether a curator cancelled the run (Run.charge): the step is then not
+    stored and None is returned.
     """
     record = step.record()
     spent = record.usage
     with transaction.atomic():
-        prompt_tokens = run.prompt_tokens + spent.prompt_tokens
-        completion_tokens = run.completion_tokens + spent.completion_tokens
-        cost = run.cost_usd + spent.cost_usd
-        live = Run.objects.filter(pk=run.pk).exclude(status=Run.Status.CANCELLED).update(
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
-        if not live:
+        if not run.charge(spent.prompt_tokens, spent.completion_tokens, spent.cost_usd):
             return None
-        run.prompt_tokens, run.completion_tokens, run.cost_usd = prompt_tokens, completion_tokens, cost
         row = Step.objects.create(
             run=run, seq=seq, kind=record.kind, content=record.content, tool=record.tool, arguments=record.arguments,
             prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens, cost_usd=spent.cost_usd,
@@ -124,50 +108,32 @@ def execute_run(run_id: int, *, llm: LLM | None = None, on_step: Callable[[Step]
         if run.is_finished:
             return run
         if run.status == Run.Status.RUNNING or run.steps.exists():
-            run.status, run.finished_at = Run.Status.FAILED, timezone.now()
-            run.error = "the worker running this investigation stopped mid-run; start a new run"
-            run.save()
-            VerificationTask.objects.filter(pk=run.task_id, status=VerificationTask.Status.RUNNING).update(
-                status=VerificationTask.Status.PENDING)
+            run.abandon("the worker running this investigation stopped mid-run; start a new run")
             publish_run_status(run)
             return run
         if await_structure and (awaited := _training_to_await(run)) is not None:
-            run.awaiting_model = awaited
-            run.save(update_fields=["awaiting_model"])
+            run.park(awaited)
             publish_run_status(run)
             return run
-        run.status, run.started_at, run.awaiting_model = Run.Status.RUNNING, timezone.now(), None
-        run.heartbeat_at = run.started_at
-        run.save()
-        VerificationTask.objects.filter(pk=run.task_id).update(status=VerificationTask.Status.RUNNING)
+        run.start()
         publish_run_status(run)  # a page opened while the run was queued shows it running, its time counting
     with _Heartbeat(run.pk):
         return _investigate(run, llm, on_step)
 
 
 def _training_to_await(run: Run):
-    """The structural model's training this run must wait for, if its configuration uses the structure (a
-    configuration that does not validate waits for nothing: the investigation fails it with the reason)."""
-    try:
-        if not AgentConfig.from_dict(run.config).uses_structure:
-            return None
-    except ValueError:
-        return None
-    return training_to_await(run.task.kg)
+    """The structural model's training this run must wait for, if its configuration uses the structure."""
+    return training_to_await(run.task.kg) if run.agent_config.uses_structure else None
 
 
 def _investigate(run: Run, llm: LLM | None, on_step) -> Run:
     task = run.task
     try:
-        if llm is None and run.config.get("mode") not in MODEL_FREE_MODES:
-            llm = build_llm(use_grammar=run.config.get("use_grammar"))
-        # The profile and its defaults follow the model that answers, unless the run's config chose them.
-        run.config = settled_config(run.config, llm)
-        # Small local models follow the step format only under a grammar; the endpoint says if it takes one.
-        config = AgentConfig.from_dict({"use_grammar": getattr(llm, "supports_grammar", False),
-                                         "tool_calling": settings.LLM_TOOL_CALLING, **run.config})
+        config = run.agent_config  # settled when the run was created (wiring.settle_config)
+        if llm is None and config.mode not in MODEL_FREE_MODES:
+            llm = build_llm(use_grammar=config.use_grammar)
         run.model = getattr(llm, "model", "")
-        Run.objects.filter(pk=run.pk).update(config=run.config, model=run.model)
+        Run.objects.filter(pk=run.pk).update(model=run.model)
         claim = claim_of(task)
         toolbox = build_toolbox(task.kg, claim, kg_tools=config.kg_tools, external_tools=config.external_tools,
                                 structural_tools=config.structural_tools)
@@ -219,7 +185,7 @@ class _Heartbeat:
         try:
             while not self._stop.wait(HEARTBEAT_SECONDS):
                 try:
-                    Run.objects.filter(pk=self.run_id, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+                    Run.objects.filter(pk=self.run_id).beat()
                 except Exception:  # noqa: BLE001 — a missed beat must never disturb the run; the sweeper tolerates several
                     logger.warning("heartbeat of run %s missed", self.run_id, exc_info=True)
                     connection.close()  # a lost connection (database restarted) is replaced at the next beat
@@ -231,13 +197,12 @@ def sweep_stalled_runs() -> list[int]:
     """Fail every running run whose worker stopped heartbeating (killed, or lost with its machine), with the
     reason, and free its task. Returns the ids failed. Celery beat calls it every minute (settings)."""
     cutoff = timezone.now() - timedelta(seconds=STALL_SECONDS)
-    stalled = Q(status=Run.Status.RUNNING) & (Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
     failed = []
-    for run in Run.objects.filter(stalled):
+    for run in Run.objects.stalled(cutoff):
         reason = (f"the worker running this investigation stopped (no sign of life for {STALL_SECONDS // 60} minutes); "
                   "its steps are kept; start a new run")
         with transaction.atomic():
-            if not Run.objects.filter(stalled, pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(), error=reason):
+            if not Run.objects.stalled(cutoff).filter(pk=run.pk).end(Run.Status.FAILED, error=reason):
                 continue  # it came back to life, or ended, in the meantime
             run.refresh_from_db()
             VerificationTask.release(run.task_id)

@@ -10,7 +10,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from verifier import confidence, webhooks
-from verifier.agent.loop import AgentConfig
+from verifier.agent.config import RunConfig
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.benchmarks.datasets import build_benchmark, validation_benchmark
 from verifier.errors import ApplicationError
@@ -37,6 +37,7 @@ from verifier.queueing import RUN_VERIFICATION, enqueue
 from verifier.realtime.publish import publish_run_status
 from verifier.selectors import structural_statuses
 from verifier.structure.training import request_training
+from verifier.wiring import settle_config
 
 
 def record_audit(*, actor, action: str, obj, before: dict | None = None, after: dict | None = None) -> AuditEvent:
@@ -131,9 +132,7 @@ def release_awaiting(model_id: int) -> list[int]:
     """Send again every queued run that waited for this training, now ended however it ended: each checks afresh
     whether there is still something to wait for. Returns their ids."""
     with transaction.atomic():
-        released = list(Run.objects.select_for_update().filter(status=Run.Status.QUEUED, awaiting_model_id=model_id)
-                        .values_list("pk", flat=True))
-        Run.objects.filter(pk__in=released).update(awaiting_model=None)
+        released = Run.objects.release_from(model_id)
         for run_id in released:
             enqueue(RUN_VERIFICATION, run_id)
     return released
@@ -149,36 +148,37 @@ def _stated(kg: KnowledgeGraph, tasks: list[VerificationTask]) -> int:
 MAX_BULK = 1000  # the most tasks or memories one bulk action takes (the queue's, the bank's, the API's)
 
 
-def start_run(*, task: VerificationTask, config: dict | None = None, actor=None, queue: bool = True,
+def start_run(*, task: VerificationTask, config: dict | RunConfig | None = None, actor=None, queue: bool = True,
               unweighed_ok: bool = False):
-    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. What the config
-    leaves open (the profile and its defaults) is settled by the worker that runs it, which knows its model.
+    """Create a run of ``task`` and queue it for a Celery worker once the transaction commits. ``config`` is the
+    request (a JSON object of AgentConfig settings), validated and settled here (wiring.settle_config: ValueError names
+    what is wrong), or one settled already; the run stores both and its worker runs it with the settled one as is.
     A mode that decides only by weighing is refused while no confidence model is in force for the task's KG
     (confidence.Unweighed), unless ``unweighed_ok``: the caller checked already (``start_runs``, once for all its KGs) or
     decided it for all its runs (an evaluation, whose runs may be a fit's data)."""
-    requested = dict(config or {})
-    mode = AgentConfig.from_dict(requested).mode  # validates; raises ValueError with a clear message
+    settled = config if isinstance(config, RunConfig) else settle_config(config)
     if not unweighed_ok:
-        confidence.require_weighing(task.kg_id, mode)
+        confidence.require_weighing(task.kg_id, settled.agent.mode)
     with transaction.atomic():
         VerificationTask.objects.select_for_update().filter(pk=task.pk).first()  # one start at a time per task
         in_flight = Run.objects.filter(task=task).in_flight().first()
         if in_flight is not None:
             raise TaskBusy(f"task {task.pk} already has run {in_flight.pk} {in_flight.status}; wait for it or cancel it")
-        run = Run.objects.create(task=task, config=requested, created_by=actor if getattr(actor, "is_authenticated", False) else None)
-        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": requested})
+        run = Run.objects.create(task=task, request=settled.request, config=settled.agent.to_dict(),
+                                 created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        record_audit(actor=actor, action="run.start", obj=run, after={"task": task.pk, "config": settled.request})
         if queue:
             enqueue(RUN_VERIFICATION, run.pk)
     return run
 
 
-def start_runs(*, tasks, config: dict | None = None, actor=None, queue: bool = True) -> list:
-    """``start_run`` for each of ``tasks``, all or none: the weighing their mode needs is checked once for all
-    their KGs (confidence.Unweighed, naming each KG without one, before any run exists), not once per task."""
-    mode = AgentConfig.from_dict(dict(config or {})).mode
-    confidence.require_weighing({task.kg_id for task in tasks}, mode)
+def start_runs(*, tasks, config: dict | RunConfig | None = None, actor=None, queue: bool = True) -> list:
+    """``start_run`` for each of ``tasks``, all or none, with ``config`` settled once: the weighing their mode needs is
+    checked once for all their KGs (confidence.Unweighed, naming each KG without one, before any run exists)."""
+    settled = config if isinstance(config, RunConfig) else settle_config(config)
+    confidence.require_weighing({task.kg_id for task in tasks}, settled.agent.mode)
     with transaction.atomic():
-        return [start_run(task=task, config=config, actor=actor, queue=queue, unweighed_ok=True) for task in tasks]
+        return [start_run(task=task, config=settled, actor=actor, queue=queue, unweighed_ok=True) for task in tasks]
 
 
 class TaskBusy(ApplicationError):
@@ -187,16 +187,13 @@ class TaskBusy(ApplicationError):
 
 def cancel_run(*, run, actor=None) -> bool:
     """Stop a queued or running run: its worker stores no further step. False if it had already ended."""
+    before = run.status
     with transaction.atomic():
-        updated = Run.objects.filter(pk=run.pk).in_flight().update(
-            status=Run.Status.CANCELLED, finished_at=timezone.now())
-        if updated:
-            record_audit(actor=actor, action="run.cancel", obj=run, before={"status": run.status}, after={"status": "cancelled"})
-            run.refresh_from_db()
+        cancelled = run.cancel()  # its task is freed too, also when its worker is gone and will never do it
+        if cancelled:
+            record_audit(actor=actor, action="run.cancel", obj=run, before={"status": before}, after={"status": "cancelled"})
             publish_run_status(run)
-    if updated:
-        VerificationTask.release(run.task_id)  # also when its worker is gone and will never do it
-    return bool(updated)
+    return cancelled
 
 
 def assign_tasks(*, tasks, assignee, actor=None) -> int:
@@ -251,9 +248,8 @@ def review_run(*, run, reviewer, decision: str, reason: str = "", verdict: str =
             return latest
         review = Review.objects.create(run=run, reviewer=reviewer, decision=decision, verdict=final, reason=reason)
         before = {"task_status": task.status}
-        if decision != decisions.COMMENT and task.status != VerificationTask.Status.REVIEWED:
-            task.status = VerificationTask.Status.REVIEWED
-            task.save(update_fields=["status", "updated_at"])
+        if decision != decisions.COMMENT:
+            task.mark_reviewed()
         record_audit(actor=reviewer, action=f"review.{decision}", obj=run, before={**before, "verdict": run.verdict},
                      after={"task_status": task.status, "verdict": final, "reason": reason, "review": review.pk})
         webhooks.emit(Webhook.Event.REVIEW_RECORDED, f"review.recorded:{review.pk}", webhooks.review_data(review))
@@ -294,10 +290,7 @@ def undo_review(*, review, actor) -> None:
         before = {"decision": review.decision, "verdict": review.verdict, "reason": review.reason, "task_status": task.status}
         run, pk = review.run, review.pk
         review.delete()
-        decided = Review.objects.filter(run__task=task).exclude(decision=Review.Decision.COMMENT).exists()
-        if not decided and task.status == VerificationTask.Status.REVIEWED:
-            task.status = VerificationTask.Status.VERIFIED
-            task.save(update_fields=["status", "updated_at"])
+        task.unmark_reviewed()
         record_audit(actor=actor, action="review.undo", obj=run, before=before, after={"review": pk, "task_status": task.status})
 
 

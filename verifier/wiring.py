@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import os
 
 from django.conf import settings
 
 from kgv_web.embedded_llm import MODELS
+from verifier.agent.config import MODEL_FREE_MODES, AgentConfig, RunConfig
 from verifier.agent.llm import OpenAICompatibleLLM, PriceTable
 from verifier.agent.steps import Claim
 from verifier.evidence.corpus import PostgresCorpus
@@ -55,7 +55,7 @@ def build_toolbox(kg: KnowledgeGraph, query: Claim | None = None, *, kg_tools: b
         kg=backend_for(kg),
         corpus=PostgresCorpus(kg) if kg.kind == KnowledgeGraph.Kind.LOCAL else None,
         encyclopedia=encyclopedia,
-        web=provider_from_env(os.environ),
+        web=provider_from_env(settings.WEB_SEARCH),
         query=query,
         wiki_alpha=settings.KGV_WIKI_ALPHA,
         structure=StructuralEvidence(kg) if kg.kind == KnowledgeGraph.Kind.LOCAL else None,
@@ -83,8 +83,7 @@ def default_profile(llm=None) -> str:
     is ``llm`` when given, else the configured endpoint)."""
     if settings.KGV_AGENT_PROFILE != "auto":
         return settings.KGV_AGENT_PROFILE
-    base_url = getattr(llm, "base_url", None) if llm is not None else os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL
-    model = getattr(llm, "model", None) if llm is not None else os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+    base_url, model = (getattr(llm, "base_url", None), getattr(llm, "model", None)) if llm is not None else llm_endpoint()
     return "compact" if not base_url or is_embedded(base_url, model) else "paper"
 
 
@@ -93,13 +92,24 @@ def is_embedded(base_url: str, model: str) -> bool:
     return model in MODELS and "127.0.0.1" in base_url
 
 
-def settled_config(config: dict, llm=None) -> dict:
-    """A run's config with what it left open filled in: an agent run's profile (from the model that answers)
-    and that profile's defaults; the other modes get the paper defaults."""
-    if config.get("mode", "agent") != "agent":
-        return {**profile_defaults("paper"), **config}
-    profile = config.get("profile") or default_profile(llm)
-    return {**profile_defaults(profile), **config, "profile": profile}
+def settle_config(request: dict | None, llm=None) -> RunConfig:
+    """A run's configuration, validated and settled once, when the run is created: the request as given and the
+    AgentConfig it runs with, where what the request left open is filled in from the model that will answer (``llm``,
+    else the configured endpoint): an agent run's profile and that profile's defaults (the other modes get the paper
+    defaults), whether the endpoint takes a grammar (``build_llm``'s rule) and whether it calls tools natively.
+    ValueError names what the request gets wrong (AgentConfig.from_dict)."""
+    request = {} if request is None else request
+    asked = AgentConfig.from_dict(request)
+    if asked.mode != "agent":
+        filled = {**profile_defaults("paper"), **request}
+    else:
+        profile = request.get("profile") or default_profile(llm)
+        filled = {**profile_defaults(profile), **request, "profile": profile}
+    grammar = False  # a model-free mode asks no model
+    if asked.mode not in MODEL_FREE_MODES:
+        grammar = getattr(llm, "supports_grammar", False) if llm is not None else takes_grammar(llm_endpoint()[0])
+    agent = AgentConfig.from_dict({"use_grammar": grammar, "tool_calling": settings.LLM_TOOL_CALLING, **filled})
+    return RunConfig(request=dict(request), agent=agent)
 
 
 def profile_defaults(profile: str) -> dict:
@@ -129,17 +139,20 @@ def _llm(base_url: str, model: str, grammar: bool):
 
 
 def llm_endpoint() -> tuple[str, str]:
-    """(base URL, model name) of the configured endpoint; the URL is empty when none is configured."""
-    return os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL, os.environ.get("LLM_MODEL") or settings.LLM_MODEL
+    """(base URL, model name) of the configured endpoint (settings; the embedded model's, once this process started
+    it: kgv_web.embedded_llm.provide_local_llm); the URL is empty when none is configured."""
+    return settings.LLM_BASE_URL, settings.LLM_MODEL
 
 
 def build_llm(*, use_grammar: bool | None = None):
-    """The configured OpenAI-compatible endpoint as the agent's LLM port, one client per process.
-
-    The embedded local model is started after settings are read (it is only started by commands that
-    need it), so its URL is taken from the environment, where kgv_web.embedded_llm puts it."""
+    """The configured OpenAI-compatible endpoint (``llm_endpoint``) as the agent's LLM port, one client per process."""
     base_url, model = llm_endpoint()
     if not base_url:
         raise RuntimeError("no LLM endpoint: set LLM_BASE_URL, or start the embedded local model (make demo)")
-    local = use_grammar if use_grammar is not None else (settings.LLM_LOCAL_GRAMMAR or "127.0.0.1" in base_url)
-    return _llm(base_url, model, bool(local))
+    return _llm(base_url, model, bool(use_grammar if use_grammar is not None else takes_grammar(base_url)))
+
+
+def takes_grammar(base_url: str) -> bool:
+    """Whether steps are asked under a grammar by default: LLM_GRAMMAR, else for a model served on loopback (a
+    llama.cpp server, the embedded model)."""
+    return settings.LLM_LOCAL_GRAMMAR or "127.0.0.1" in base_url

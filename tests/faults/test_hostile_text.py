@@ -25,6 +25,7 @@ from verifier.memory import bank
 from verifier.models import ConfidenceModel, Run, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -131,7 +132,7 @@ def hostile_kg(db):
 def web_search(monkeypatch):
     with LocalHTTPServer() as server:
         server.route("/search", web_results)
-        monkeypatch.setenv("SEARXNG_URL", server.url)
+        monkeypatch.setattr("django.conf.settings.WEB_SEARCH", {"SEARXNG_URL": server.url})
         yield server
 
 
@@ -158,8 +159,9 @@ def test_injected_instructions_never_become_the_agents_verdict_explanation_plan_
                                            relation=kg.relations.get(external_id="P27"), tail=kg.entities.get(external_id=ends[1]))
     model = Gullible(core, demand)
     with ScriptedOpenAIServer(model) as server:
-        run = start_run(task=task, config={"profile": profile, "t_max": 4}, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
+        run = start_run(task=task, config=settle_config({"profile": profile, "t_max": 4}, llm), queue=False)
+        execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     COUNTS["runs"] += 1
     COUNTS["runs_whose_model_obeyed"] += model.obeyed > 0

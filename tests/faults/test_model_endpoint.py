@@ -11,6 +11,7 @@ from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.models import Run, Step, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +42,7 @@ FAULTS = [
 def test_a_faulty_model_endpoint_never_leaves_a_run_running(task, name, script, outcome, reason):  # noqa: F811
     with ScriptedOpenAIServer([PLAN, *script], default=TextReply("Final Answer: [Correct] Because.")) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01, timeout=1.0)
-        run = start_run(task=task, config={"profile": "paper", "t_max": 2}, queue=False)
+        run = start_run(task=task, config=settle_config({"profile": "paper", "t_max": 2}, llm), queue=False)
         execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     _count(run)
@@ -59,7 +60,7 @@ def test_a_faulty_model_endpoint_never_leaves_a_run_running(task, name, script, 
 def test_an_endpoint_that_never_answers_anything_readable_fails_the_run(task):  # noqa: F811
     with ScriptedOpenAIServer([], default=TextReply("")) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0, timeout=1.0)
-        run = start_run(task=task, config={"profile": "paper", "t_max": 1}, queue=False)
+        run = start_run(task=task, config=settle_config({"profile": "paper", "t_max": 1}, llm), queue=False)
         execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     _count(run)

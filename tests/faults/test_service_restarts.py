@@ -19,7 +19,7 @@ from django.utils import timezone
 from kgv_web.embedded import embedded_dir
 from tests.faults.tally import tally
 from tests.openai_server import ScriptedOpenAIServer, TextReply
-from tests.workers import celery_worker, wait_for
+from tests.workers import celery_worker, configured_as, wait_for
 from verifier.models import Run, VerificationTask
 from verifier.redelivery import redeliver_lost_runs, runs_in_broker
 from verifier.services import start_run
@@ -95,7 +95,7 @@ def test_a_service_restarted_under_a_running_investigation_never_leaves_it_runni
     script = [PLAN] + [TextReply(LOOK, delay=1.0)] * 5
     with ScriptedOpenAIServer(script, default=ANSWER) as server:
         env = {"LLM_BASE_URL": server.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0"}
-        with celery_worker(env=env) as worker:
+        with celery_worker(env=env) as worker, configured_as(env):
             # No structural tools: a run on a KG without a structural model would wait for its first one's training.
             run = start_run(task=task, queue=False, config={"use_memory": False, "profile": "paper", "t_max": 6,
                                                             "structural_tools": False})

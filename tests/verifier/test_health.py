@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def model_endpoint(scripted_model, monkeypatch):
     """The endpoint the workers' runs call (the scripted OpenAI-compatible server), as make demo sets it."""
-    monkeypatch.setenv("LLM_BASE_URL", scripted_model.url)
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", scripted_model.url)
     return scripted_model.url
 
 
@@ -49,7 +49,7 @@ def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_
     assert checks["pgvector"]["ok"] and checks["pgvector"]["detail"].startswith("pgvector 0.8")
     assert checks["redis"]["ok"]
     assert checks["worker"]["ok"] and celery_worker_process in checks["worker"]["detail"]
-    assert checks["model"]["ok"] and checks["model"]["detail"].startswith("local at http://127.0.0.1:")
+    assert checks["model"]["ok"] and checks["model"]["detail"].startswith("scripted at http://127.0.0.1:")
     assert checks["run queue"]["ok"] and checks["run queue"]["detail"] == "0 run(s) queued, 0 running"
 
 
@@ -57,11 +57,10 @@ def test_a_dead_model_endpoint_makes_the_service_unhealthy_and_says_where(celery
     from tests.http_fixtures import refused_url
 
     dead = refused_url() + "/v1"
-    monkeypatch.setenv("LLM_BASE_URL", dead)
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", dead)
     response = _staff().get("/health/")
     model = _checks(response)["model"]
     assert response.status_code == 503 and not model["ok"] and "ConnectionError" in model["detail"]
-    monkeypatch.delenv("LLM_BASE_URL")
     monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", "")
     assert "no model endpoint" in _checks(_staff().get("/health/"))["model"]["detail"]
 
@@ -100,7 +99,7 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     # The model's answer is shared for a few seconds by every open page; why a model is down stays with admins.
     from tests.http_fixtures import refused_url
 
-    monkeypatch.setenv("LLM_BASE_URL", refused_url() + "/v1")
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", refused_url() + "/v1")
     assert _curator().get("/health/status/").json()["model"]["ok"] is True  # still the cached answer
     cache.delete(health.STATUS_CACHE_KEY)
     body = _curator().get("/health/status/").content.decode()
@@ -115,13 +114,13 @@ def test_a_model_that_takes_the_connection_but_answers_late_is_busy_not_down(fre
     monkeypatch.setattr(health, "MODEL_TIMEOUT_SECONDS", 0.3)
     with LocalHTTPServer() as server:
         server.route("/v1/models", {"data": [{"id": "local"}]})
-        monkeypatch.setenv("LLM_BASE_URL", server.url + "/v1")
+        monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", server.url + "/v1")
         server.delay_next(2, times=4)
         assert _curator().get("/health/status/").json()["model"] == {"ok": True, "state": "busy", "name": "local"}
         response = _staff().get("/health/")
         model = _checks(response)["model"]
         assert model["ok"] and "is busy: connected, but no answer to GET /models within 0.3 s" in model["detail"]
-    monkeypatch.setenv("LLM_BASE_URL", refused_url() + "/v1")
+    monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", refused_url() + "/v1")
     cache.delete(health.STATUS_CACHE_KEY)
     assert _curator().get("/health/status/").json()["model"] == {"ok": False, "state": "down", "name": "local"}
 

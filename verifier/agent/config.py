@@ -2,13 +2,15 @@
 the results tables, forms and commands give a configuration (its mode's label, the parts switched off).
 
 A run's JSON configuration becomes an ``AgentConfig`` (``from_dict``), which refuses unknown keys, wrong types and
-values outside ``BOUNDS`` with a message naming them, before a run exists.
+values outside ``BOUNDS`` with a message naming them, before a run exists. What the request leaves open (the profile,
+its defaults, the endpoint's grammar) is filled in once, when the run is created (verifier/wiring.py settle_config):
+the run keeps the request as given beside the settled ``AgentConfig`` (a ``RunConfig``) and runs with the latter as is.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 MODES = ("agent", "zero-shot", "cot", "self-consistency", "rag", "embedding", "kge", "rules", "evidence", "reading")
@@ -83,6 +85,18 @@ class AgentConfig:
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join(map(str, unknown))}; known: {', '.join(cls.__dataclass_fields__)}")
         return cls(**data)
+
+    def to_dict(self) -> dict:
+        """Every setting, as a run stores it (``from_dict`` reads it back)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run's configuration, settled once: the request as given and the AgentConfig the run runs with (the request
+    with what it left open filled in)."""
+    request: dict
+    agent: AgentConfig
 
 
 # What a run may ask for: every setting that spends model calls or tokens is bounded.

@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from verifier.agent.config import ABLATIONS
-from verifier.agent.loop import MODES, AgentConfig
+from verifier.agent.config import ABLATIONS, RunConfig
+from verifier.agent.loop import MODES
 from verifier.agent.prompts import LESSON_CHARS
 from verifier.benchmarks.datasets import TYPE_SCHEMES, BenchmarkError
 from verifier.evaluation import control, reports
@@ -31,6 +31,7 @@ from verifier.models import (
 )
 from verifier.roles import CURATOR, has_role
 from verifier.services import MAX_BULK, MEMORY_BULK_ACTIONS, REASON_CHARS
+from verifier.wiring import settle_config
 
 
 class UserRefSerializer(serializers.Serializer):
@@ -105,15 +106,15 @@ class TaskImportResultSerializer(serializers.Serializer):
 
 
 class ConfigField(serializers.JSONField):
-    """An agent configuration: a JSON object (keys of verifier.agent.loop.AgentConfig)."""
+    """An agent configuration: a JSON object (keys of verifier.agent.loop.AgentConfig), settled here, once, into the
+    RunConfig the service stores (wiring.settle_config)."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data) -> RunConfig:
         value = super().to_internal_value(data)
         try:
-            AgentConfig.from_dict(value)
+            return settle_config(value)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
-        return value
 
 
 class TaskBulkSerializer(serializers.Serializer):

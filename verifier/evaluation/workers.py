@@ -110,7 +110,7 @@ def _workers(concurrency: int, log, needs_model: bool) -> Iterator[str]:
         while not app.control.ping(destination=[hostname], timeout=0.5):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Celery worker {hostname} did not start (exit status {process.poll()})")
-        endpoint = (os.environ.get("LLM_BASE_URL") or settings.LLM_BASE_URL) if needs_model else "none (no run asks a model)"
+        endpoint = settings.LLM_BASE_URL if needs_model else "none (no run asks a model)"
         log(f"Started Celery worker {hostname} ({concurrency} threads); LLM endpoint {endpoint}")
         yield hostname
     finally:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from verifier.agent.config import AgentConfig
 from verifier.models.kg import Entity, KnowledgeGraph, Relation
 
 
@@ -55,17 +56,94 @@ class VerificationTask(models.Model):
     def __str__(self) -> str:
         return f"task {self.pk}: ({self.head_id}, {self.relation_id}, {self.tail_id})"
 
+    # A task's status follows its runs and reviews; these are the only writes of it.
+    #   pending ──run starts──▶ running ──run succeeds──▶ verified (reviewed if a reviewer's decision stands)
+    #   running ──run ends without a verdict──▶ pending (unless another run of it is in flight)
+    #   any ──a decision is recorded──▶ reviewed ──its last decision is undone──▶ verified
+
+    @classmethod
+    def occupy(cls, task_id: int) -> None:
+        """A run of the task started: it is running, whatever it was (a verified task can be investigated again)."""
+        cls.objects.filter(pk=task_id).update(status=cls.Status.RUNNING)
+
+    @classmethod
+    def settle(cls, task_id: int) -> None:
+        """A run of the task succeeded: it is verified, or stays reviewed when a reviewer's decision on an earlier
+        run stands (that decision remains the task's verdict)."""
+        decided = Review.objects.filter(run__task_id=task_id).exclude(verdict="").exists()
+        cls.objects.filter(pk=task_id).update(status=cls.Status.REVIEWED if decided else cls.Status.VERIFIED)
+
     @classmethod
     def release(cls, task_id: int) -> None:
         """A task whose run ended without a verdict is back in the queue, unless another run of it is in flight."""
         if not Run.objects.filter(task_id=task_id).in_flight().exists():
             cls.objects.filter(pk=task_id, status=cls.Status.RUNNING).update(status=cls.Status.PENDING)
 
+    def mark_reviewed(self) -> bool:
+        """A reviewer's decision settles the task (call it on a row locked for update). False if it already was."""
+        if self.status == self.Status.REVIEWED:
+            return False
+        self.status = self.Status.REVIEWED
+        self.save(update_fields=["status", "updated_at"])
+        return True
+
+    def unmark_reviewed(self) -> bool:
+        """The task's last decision was undone: a reviewed task is verified again (its runs' verdicts stand), unless a
+        decision remains on one of its runs. Call it on a row locked for update. False if nothing changed."""
+        decided = Review.objects.filter(run__task=self).exclude(decision=Review.Decision.COMMENT).exists()
+        if decided or self.status != self.Status.REVIEWED:
+            return False
+        self.status = self.Status.VERIFIED
+        self.save(update_fields=["status", "updated_at"])
+        return True
+
 
 class RunQuerySet(models.QuerySet):
+    """Which runs are in which state, and the transitions that apply to many runs at once. Every transition is one
+    conditional UPDATE naming the states it starts from, so two writers racing (a curator cancelling, the worker
+    finishing, the sweeper failing) leave the state the first of them wrote."""
+
     def in_flight(self) -> models.QuerySet:
         """Runs a worker has, or will take: queued or running."""
         return self.filter(status__in=Run.IN_FLIGHT)
+
+    def stalled(self, cutoff: datetime) -> models.QuerySet:
+        """Running runs whose worker gave no sign of life since ``cutoff`` (nor started after it, if it never beat)."""
+        silent = models.Q(heartbeat_at__lt=cutoff) | models.Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        return self.filter(silent, status=Run.Status.RUNNING)
+
+    def expecting_message(self, cutoff: datetime, training: Iterable[int]) -> models.QuerySet:
+        """Queued since before ``cutoff`` and owed a broker message: not an evaluation's (its harness sends them) and
+        not waiting for one of the ``training`` models (the training's end sends it)."""
+        return (self.filter(status=Run.Status.QUEUED, created_at__lt=cutoff, evaluation_items__isnull=True)
+                .exclude(awaiting_model__in=list(training)))
+
+    def end(self, status: str, **fields) -> int:
+        """Those of these runs still running end with ``status`` (succeeded or failed) and ``fields``; how many did.
+        A run cancelled or failed meanwhile keeps that state: a finish never overwrites an end."""
+        if status not in (Run.Status.SUCCEEDED, Run.Status.FAILED):
+            raise ValueError(f"a run ends succeeded or failed, not {status!r}")
+        return self.filter(status=Run.Status.RUNNING).update(status=status, finished_at=timezone.now(), **fields)
+
+    def beat(self) -> int:
+        """The workers running those of these runs still running are alive now; how many runs that was."""
+        return self.filter(status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+
+    def cancel(self) -> int:
+        """Those of these runs queued or running are cancelled; how many were. A finished run stays as it ended."""
+        return self.in_flight().update(status=Run.Status.CANCELLED, finished_at=timezone.now())
+
+    def release_from(self, model_id: int) -> list[int]:
+        """The queued runs parked for the training of ``model_id`` stop waiting for it; their ids (lock them first,
+        in a transaction, so a run is released once)."""
+        released = list(self.select_for_update().filter(status=Run.Status.QUEUED, awaiting_model_id=model_id)
+                        .values_list("pk", flat=True))
+        Run.objects.filter(pk__in=released).update(awaiting_model=None)
+        return released
+
+    def park_for(self, model) -> int:
+        """These runs wait for ``model``'s training before they start (a newer job replaced the one they waited for)."""
+        return self.update(awaiting_model=model)
 
 
 class Run(models.Model):
@@ -83,7 +161,10 @@ class Run(models.Model):
     objects = RunQuerySet.as_manager()
 
     task = models.ForeignKey(VerificationTask, on_delete=models.CASCADE, related_name="runs")
-    config = models.JSONField(default=dict, blank=True)
+    # Settled once, when the run is created (verifier/wiring.py settle_config): the configuration as asked for, and
+    # every setting of the AgentConfig the run runs with (what the request left open filled in).
+    request = models.JSONField(default=dict, blank=True, help_text="the configuration as asked for")
+    config = models.JSONField(default=dict, blank=True, help_text="the settled configuration the run runs with")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
     explanation = models.TextField(blank=True)
@@ -112,6 +193,11 @@ class Run(models.Model):
         ordering = ["-created_at", "-id"]
 
     @property
+    def agent_config(self) -> AgentConfig:
+        """The settled configuration the run runs with, as stored."""
+        return AgentConfig.from_dict(self.config)
+
+    @property
     def is_finished(self) -> bool:
         """Ended for good: succeeded, failed or cancelled (nothing more will be stored)."""
         return self.status in self.FINISHED
@@ -120,6 +206,70 @@ class Run(models.Model):
     def is_reviewable(self) -> bool:
         """A verdict a reviewer can accept, override or promote: the run succeeded with one."""
         return self.status == self.Status.SUCCEEDED and bool(self.verdict)
+
+    # The transitions of one run. Its state only moves forward:
+    #   queued ──start──▶ running ──succeed / fail──▶ succeeded / failed
+    #   queued ──park──▶ queued, awaiting a training (release: back to plain queued)
+    #   queued / running ──cancel──▶ cancelled;  running ──(no heartbeat)──▶ failed by the sweeper
+    # and a finished run is never started, parked or finished again.
+
+    def start(self) -> None:
+        """A queued run starts: running from now, its task running. Call it on the row locked for update."""
+        if self.status != self.Status.QUEUED:
+            raise ValueError(f"run {self.pk} is {self.status}: only a queued run starts")
+        self.status, self.started_at, self.awaiting_model = self.Status.RUNNING, timezone.now(), None
+        self.heartbeat_at = self.started_at
+        self.save(update_fields=["status", "started_at", "awaiting_model", "heartbeat_at"])
+        VerificationTask.occupy(self.task_id)
+
+    def park(self, model) -> None:
+        """A queued run waits for ``model``'s training (its KG's first structural model) before it starts."""
+        if self.status != self.Status.QUEUED:
+            raise ValueError(f"run {self.pk} is {self.status}: only a queued run waits for a training")
+        self.awaiting_model = model
+        self.save(update_fields=["awaiting_model"])
+
+    def abandon(self, error: str) -> bool:
+        """A run delivered again after its worker stopped mid-run (running, or queued with steps stored) is failed
+        with ``error``, never resumed, and its task freed. False if it had already ended."""
+        ended = Run.objects.filter(pk=self.pk).in_flight().update(status=self.Status.FAILED, finished_at=timezone.now(),
+                                                                  error=error)
+        self.refresh_from_db()
+        if ended:
+            VerificationTask.release(self.task_id)
+        return bool(ended)
+
+    def finish(self, status: str, **fields) -> bool:
+        """End this running run with ``status`` (succeeded or failed) and ``fields``, and settle its task: verified
+        (or kept reviewed) on success, else back in the queue unless another run of it is in flight. One conditional
+        UPDATE: a run cancelled (or failed by the sweeper) meanwhile keeps that state, and False is returned. Call it
+        in a transaction."""
+        ended = Run.objects.filter(pk=self.pk).end(status, **fields)
+        self.refresh_from_db()
+        if ended and status == self.Status.SUCCEEDED:
+            VerificationTask.settle(self.task_id)
+        else:
+            VerificationTask.release(self.task_id)
+        return bool(ended)
+
+    def cancel(self) -> bool:
+        """Stop this run if it is queued or running (its worker stores no further step) and free its task, also when
+        its worker is gone and will never do it. False if it had already ended."""
+        cancelled = Run.objects.filter(pk=self.pk).cancel()
+        if cancelled:
+            self.refresh_from_db()
+            VerificationTask.release(self.task_id)
+        return bool(cancelled)
+
+    def charge(self, prompt_tokens: int, completion_tokens: int, cost_usd) -> bool:
+        """Add a step's tokens and cost to the run's. False, and nothing added, when the run was cancelled: its
+        worker then stores no further step."""
+        totals = {"prompt_tokens": self.prompt_tokens + prompt_tokens,
+                  "completion_tokens": self.completion_tokens + completion_tokens, "cost_usd": self.cost_usd + cost_usd}
+        if not Run.objects.filter(pk=self.pk).exclude(status=self.Status.CANCELLED).update(**totals):
+            return False
+        self.prompt_tokens, self.completion_tokens, self.cost_usd = totals.values()
+        return True
 
     def final_verdict(self) -> str:
         """The verdict that stands: the latest reviewer decision's (comments aside), else the agent's."""

@@ -141,7 +141,7 @@ def _start(kg: KnowledgeGraph, row: StructuralModel | None, folds: int) -> Struc
             other.save(update_fields=["status", "error", "finished_at"])
         if row is None:
             row = StructuralModel.objects.create(kg=kg, kg_version=kg.version, config={"kge": _current_config(kg)})
-        Run.objects.filter(awaiting_model__in=others).update(awaiting_model=row)  # they wait for this job instead
+        Run.objects.filter(awaiting_model__in=others).park_for(row)  # they wait for this job instead
         if row.kg_version != kg.version:  # a job sent again after the KG changed: its networks are of the old triples
             FoldNetwork.objects.filter(model=row).delete()
         row.status, row.kg_version, row.error, row.folds = StructuralModel.Status.TRAINING, kg.version, "", folds

@@ -107,7 +107,7 @@ class RunKindField(forms.ChoiceField):
 
 
 def run_config(kind: str) -> dict:
-    """The run configuration of a kind of RUN_KINDS ({} leaves everything to the worker's defaults)."""
+    """The run configuration of a kind of RUN_KINDS ({} leaves everything to the defaults settled when the run is created)."""
     return {} if kind == "agent" else {"mode": kind}
 
 

@@ -15,6 +15,7 @@ from verifier.models import ConfidenceModel, Run, SupportItem, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
 from verifier.structure.rules import mine_rules
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +61,7 @@ def run_compact(task, script, **config):
     wait for a KG's first model (tests/verifier/structure/test_awaiting_training.py)."""
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
-        run = start_run(task=task, config={"profile": "compact", **config}, queue=False)
+        run = start_run(task=task, config=settle_config({"profile": "compact", **config}, llm), queue=False)
         execute_run(run.pk, llm=llm, await_structure=False)
         run.refresh_from_db()
         return run, server.requests
@@ -213,8 +214,9 @@ def test_the_paper_profile_keeps_the_model_answer_and_gets_a_confidence(task):
     _fit_weights(agent_correct=0.5, structural_missing=-1.0)
     script = [PLAN, "Thought: check.\nAction: KG_Neighbor(Douglas Adams)", "Thought: ok.\nFinal Answer: [Correct] Because of [E1]."]
     with ScriptedOpenAIServer(script) as server:
-        run = start_run(task=task, config={"profile": "paper"}, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
+        run = start_run(task=task, config=settle_config({"profile": "paper"}, llm), queue=False)
+        execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     assert run.config["profile"] == "paper" and run.verdict == "correct"  # σ(0.5 − 1) < 0.5, yet the answer stands
     assert run.assessment["p_true"] == pytest.approx(0.3775, abs=1e-3)

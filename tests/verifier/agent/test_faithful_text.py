@@ -13,6 +13,7 @@ from verifier.agent.steps import PlanStep
 from verifier.models import ConfidenceModel, SupportItem
 from verifier.runner import execute_run
 from verifier.services import start_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ MISREAD = ("=== Initial Impression ===\n[Correct] Because the KG says Douglas Ad
 def run(task, script, grammar=False, **config):
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0, supports_grammar=grammar)
-        started = start_run(task=task, config=config, queue=False)
+        started = start_run(task=task, config=settle_config(config, llm), queue=False)
         execute_run(started.pk, llm=llm, await_structure=False)  # the world KG has no structural model to wait for
         started.refresh_from_db()
         return started, server.requests

@@ -8,6 +8,7 @@ from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.models import Run, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
+from verifier.wiring import settle_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.llm, pytest.mark.slow]
 
@@ -24,8 +25,8 @@ def test_the_embedded_model_verifies_a_triple_end_to_end(local_model, world_kg):
     task = VerificationTask.objects.create(kg=kg, head=kg.entities.get(external_id="Q42"),
                                            relation=kg.relations.get(external_id="P27"), tail=kg.entities.get(external_id="Q145"))
     llm = OpenAICompatibleLLM(local_model.url, "not-needed", "smollm2-135m", timeout=300, supports_grammar=True)
-    run = start_run(task=task, config={"t_max": 2, "use_memory": False, "max_step_tokens": 96, "verdict_probe": True},
-                    queue=False)
+    run = start_run(task=task, config=settle_config({"t_max": 2, "use_memory": False, "max_step_tokens": 96,
+                                                     "verdict_probe": True}, llm), queue=False)
     execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED, run.error

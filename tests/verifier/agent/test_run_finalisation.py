@@ -12,6 +12,7 @@ from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.models import Run, Step, VerificationTask
 from verifier.runner import STALL_SECONDS, execute_run, sweep_stalled_runs
 from verifier.services import cancel_run, start_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +25,9 @@ def test_an_unexpected_error_fails_the_run_with_its_reason_and_frees_the_task(ta
 
     monkeypatch.setattr(runner, "assess", broken)  # fails after the verdict step, in the finalisation
     with ScriptedOpenAIServer([PLAN, "Final Answer: [Correct] Because it is so [P1]."]) as server:
-        run = start_run(task=task, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
+        run = start_run(task=task, config=settle_config({}, llm), queue=False)
+        execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED and run.finished_at is not None
     assert "internal error (TypeError" in run.error
@@ -44,8 +46,9 @@ def test_a_cancel_wins_over_a_worker_that_finishes_afterwards(task, monkeypatch)
 
     monkeypatch.setattr(runner, "assess", cancel_then_assess)
     with ScriptedOpenAIServer([PLAN, "Final Answer: [Correct] Because it is so."]) as server:
-        run = start_run(task=task, queue=False)
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0), await_structure=False)
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
+        run = start_run(task=task, config=settle_config({}, llm), queue=False)
+        execute_run(run.pk, llm=llm, await_structure=False)
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED and run.verdict == ""
     assert VerificationTask.objects.get(pk=task.pk).status == VerificationTask.Status.PENDING

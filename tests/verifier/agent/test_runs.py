@@ -8,6 +8,7 @@ from verifier.memory import bank
 from verifier.models import Run, Step, SupportItem, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +28,7 @@ def run_with(task, script, **config):
     wait for a KG's first model (tests/verifier/structure/test_awaiting_training.py)."""
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01)
-        run = start_run(task=task, config=config, queue=False)
+        run = start_run(task=task, config=settle_config(config, llm), queue=False)  # settled against the model that answers
         execute_run(run.pk, llm=llm, await_structure=False)
         run.refresh_from_db()
         return run, server.requests
@@ -163,11 +164,10 @@ def test_without_kg_tools_only_text_tools_are_offered(task):
 
 def test_web_search_is_offered_only_when_a_provider_is_configured(task, monkeypatch):
     script = [PLAN, "Thought: ok\nFinal Answer: [Correct] Because it is so."]
-    for name in ("WEB_SEARCH_PROVIDER", "SEARXNG_URL", "BRAVE_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("django.conf.settings.WEB_SEARCH", {})
     _, requests = run_with(task, list(script))
     assert "Web_Evidence(" not in requests[1].messages[0]["content"]
-    monkeypatch.setenv("SEARXNG_URL", "http://127.0.0.1:9")
+    monkeypatch.setattr("django.conf.settings.WEB_SEARCH", {"SEARXNG_URL": "http://127.0.0.1:9"})
     _, requests = run_with(task, list(script))
     assert "Web_Evidence(" in requests[1].messages[0]["content"]
 
@@ -227,7 +227,7 @@ def test_tokens_and_cost_add_up_step_by_step(task):
     with ScriptedOpenAIServer([PLAN, "Thought: enough.\nFinal Answer: [Correct] Because it is so."]) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01,
                                   prices=PriceTable.from_env("scripted=1000000/2000000"))
-        run = start_run(task=task, queue=False)
+        run = start_run(task=task, config=settle_config({}, llm), queue=False)
         execute_run(run.pk, llm=llm, on_step=lambda row: seen.append(Run.objects.values_list(
             "prompt_tokens", "completion_tokens", "cost_usd").get(pk=run.pk)), await_structure=False)
     run.refresh_from_db()
@@ -245,7 +245,7 @@ def test_a_cancelled_run_stores_no_further_step(task):
     script = [PLAN] + ["Thought: look.\nAction: KG_Neighbor(Douglas Adams)"] * 5
     with ScriptedOpenAIServer(script) as server:
         llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=1, backoff=0.01)
-        run = start_run(task=task, queue=False)
+        run = start_run(task=task, config=settle_config({}, llm), queue=False)
 
         def cancel_after_the_first_thought(row):
             if row.kind == "thought":
@@ -286,12 +286,12 @@ def test_a_run_that_decides_only_by_weighing_is_refused_before_it_exists_while_n
                                                        r"none is in force for world: .*calibrate --kg world --calibration-triples"):
             start_run(task=task, config={"mode": mode}, queue=False)
     assert not Run.objects.exists()
-    assert start_run(task=task, config={"mode": "evidence"}, queue=False, unweighed_ok=True).config == {"mode": "evidence"}
+    assert start_run(task=task, config={"mode": "evidence"}, queue=False, unweighed_ok=True).request == {"mode": "evidence"}
     Run.objects.all().delete()
     start_run(task=task, config={}, queue=False)  # the agent's own answer stands, unweighed
     Run.objects.all().delete()
     confidence.seed_shipped_models()
-    assert start_run(task=task, config={"mode": "reading"}, queue=False).config == {"mode": "reading"}
+    assert start_run(task=task, config={"mode": "reading"}, queue=False).request == {"mode": "reading"}
 
 
 def test_bulk_runs_that_need_a_weighing_name_every_graph_without_one_and_start_none(task, world_kg):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.openai_server import ScriptedOpenAIServer, TextReply
-from tests.workers import celery_worker, wait_for
+from tests.workers import celery_worker, configured_as, wait_for
 from verifier.models import Run, VerificationTask
 from verifier.services import start_run
 from verifier.tasks import run_verification
@@ -28,7 +28,7 @@ def test_a_killed_pool_process_leaves_a_failed_run_with_its_steps_then_a_new_run
     script = [PLAN] + [TextReply(LOOK, delay=1.0)] * 6
     with ScriptedOpenAIServer(script, default=ANSWER) as server:
         env = {"LLM_BASE_URL": server.url, "LLM_MODEL": "scripted", "LLM_API_KEY": "test", "LLM_GRAMMAR": "0"}
-        with celery_worker(env=env) as worker:
+        with celery_worker(env=env) as worker, configured_as(env):
             # No structural tools: a run on a KG without a structural model would wait for its first one's training.
             run = start_run(task=task, queue=False, config={"use_memory": False, "structural_tools": False})
             run_verification.apply_async(args=[run.pk], queue=worker.queue)

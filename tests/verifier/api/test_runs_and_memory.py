@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from tests.verifier.exports.verified_runs import add_memory
 from tests.verifier.web.structure_rows import ready
+from verifier.agent.config import AgentConfig
 from verifier.memory import bank
 from verifier.models import AuditEvent, MemoryEntry, Run, VerificationTask
 from verifier.models.memory import UNREVIEWED
@@ -12,12 +13,15 @@ from verifier.models.memory import UNREVIEWED
 pytestmark = pytest.mark.django_db
 
 
-def test_starting_a_run_queues_it_with_the_requested_config(verified, client_as):
-    # What the request leaves open (the profile and its defaults) is settled by the worker that runs it.
+def test_starting_a_run_queues_it_with_the_requested_config_settled(verified, client_as):
+    # What the request leaves open (the profile and its defaults) is settled when the run is created, from the
+    # configured endpoint (none here: the embedded model's compact profile); the request is kept as given.
     response = client_as("curator").post(reverse("api:run-list"), {"task": verified["task"].pk, "config": {"t_max": 3}}, format="json")
     assert response.status_code == 201, response.content
     run = Run.objects.get(pk=response.json()["id"])
-    assert run.status == "queued" and run.config == {"t_max": 3}
+    assert run.status == "queued" and run.request == {"t_max": 3}
+    assert run.config == AgentConfig.from_dict({**run.config, "t_max": 3, "profile": "compact", "memory_k": 2}).to_dict()
+    assert response.json()["config"] == run.config
     assert response.json()["created_by"]["username"].startswith("curator")
 
 

@@ -114,8 +114,8 @@ def test_evaluate_runs_a_claims_file_resumably_with_figures_per_category(world_k
             {"claim": "Douglas Adams is not a citizen of France.", "label": True, "category": "negation"}]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     with ScriptedOpenAIServer(_answers) as server:
-        monkeypatch.setenv("LLM_BASE_URL", server.url)
-        monkeypatch.setenv("LLM_MODEL", "scripted")
+        monkeypatch.setattr("django.conf.settings.LLM_BASE_URL", server.url)
+        monkeypatch.setattr("django.conf.settings.LLM_MODEL", "scripted")
         call_command("evaluate", "--benchmark", str(path), "--kg", "world", "--mode", "agent", "--out", str(tmp_path / "out"))
         first, asked = capsys.readouterr().out, len(server.requests)
         call_command("evaluate", "--benchmark", str(path), "--kg", "world", "--mode", "agent", "--no-progress")

@@ -10,6 +10,7 @@ from verifier.claims.pipeline import ClaimError, decompose_claim, outcome, revie
 from verifier.models import AuditEvent, Claim, Run
 from verifier.runner import execute_run
 from verifier.services import review_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 
@@ -86,8 +87,9 @@ def test_the_claim_verdict_follows_its_parts_runs_and_their_review(world_kg, mak
     with ScriptedOpenAIServer(["Douglas Adams || place of birth || Cambridge\n"
                                "Douglas Adams || country of citizenship || France"]) as server:
         claim = decompose_claim(claim, _llm(server))
+        settled = settle_config({}, _llm(server, grammar=False))  # for a scripted model such as the one answering
     assert outcome(claim).verdict == "open"
-    runs = start_part_runs(claim, queue=False)
+    runs = start_part_runs(claim, config=settled, queue=False)
     assert len(runs) == 2 and start_part_runs(claim, queue=False) == []  # queued runs are not doubled
     answers = {"Cambridge": "Correct", "France": "Incorrect"}
     for run in runs:
@@ -108,11 +110,12 @@ def test_a_decision_on_the_whole_claim_stands_over_its_parts(world_kg, make_user
     claim = submit_claim(kg=world_kg, text="Douglas Adams was born in Cambridge.")
     with ScriptedOpenAIServer(["Douglas Adams || place of birth || Cambridge"]) as server:
         claim = decompose_claim(claim, _llm(server))
+        settled = settle_config({}, _llm(server, grammar=False))  # for a scripted model such as the one answering
     with pytest.raises(ClaimError, match="no verdict yet"):  # nothing to accept while the part is open
         review_claim(claim=claim, reviewer=reviewer, decision="accept")
     with pytest.raises(ClaimError, match="needs a reason"):
         review_claim(claim=claim, reviewer=reviewer, decision="override", verdict="refuted")
-    (run,) = start_part_runs(claim, queue=False)
+    (run,) = start_part_runs(claim, config=settled, queue=False)
     with ScriptedOpenAIServer([PLAN, "Thought: enough.\nFinal Answer: [Correct] The KG states it."]) as server:
         execute_run(run.pk, llm=_llm(server, grammar=False), await_structure=False)
     assert outcome(claim).verdict == "supported" and not outcome(claim).decided_by

@@ -10,6 +10,7 @@ from verifier.evaluation.outcomes import edge_texts, item_leaks
 from verifier.models import Step, SupportItem, Triple, VerificationTask
 from verifier.runner import execute_run
 from verifier.services import start_run
+from verifier.wiring import settle_config
 
 QUERY = Claim("Q42", "P27", "Q145", "Douglas Adams", "country of citizenship", "United Kingdom")
 
@@ -51,8 +52,9 @@ def test_a_real_agent_run_never_sees_the_triple_under_test_although_the_kg_holds
         "Thought: Enough.\nFinal Answer: [Correct] Because he was born in Cambridge, in the United Kingdom [E1].",
     ]
     with ScriptedOpenAIServer(script) as server:
-        run = start_run(task=task, queue=False, config={"use_memory": False, "use_planning": False})
-        execute_run(run.pk, llm=OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0))
+        llm = OpenAICompatibleLLM(server.url, "test", "scripted", max_retries=0)
+        run = start_run(task=task, queue=False, config=settle_config({"use_memory": False, "use_planning": False}, llm))
+        execute_run(run.pk, llm=llm)
     payloads = list(SupportItem.objects.filter(run=run, kind__in=["triple", "path"]).values_list("payload", flat=True))
     observations = list(Step.objects.filter(run=run, kind="observation").values_list("content", flat=True))
     assert payloads and len(observations) == 2

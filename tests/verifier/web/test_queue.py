@@ -278,7 +278,7 @@ def test_bulk_run_starts_one_run_per_task_and_leaves_busy_tasks_alone(queue):
     assert response.status_code == 302
     started = Run.objects.filter(created_by=queue.me, status=Run.Status.QUEUED)
     assert {run.task_id for run in started} == ids(queue.pending, queue.incorrect)  # `running` already had a run
-    assert [run.config for run in started] == [{}, {}]  # an investigation with the worker's defaults
+    assert [run.request for run in started] == [{}, {}]  # an investigation with the defaults
     assert Run.objects.count() == before + 2
     assert AuditEvent.objects.filter(action="run.start", actor=queue.me).count() == 2
     page = queue.client.get(response["Location"]).content.decode()
@@ -291,9 +291,9 @@ def test_bulk_run_can_weigh_the_evidence_only(queue, shipped_weighing):
                      r'<option value="evidence">Weigh the evidence only</option>', page)
     response = _bulk(queue.client, "run", [queue.pending, queue.incorrect], kind="evidence")
     started = Run.objects.filter(created_by=queue.me)
-    assert [run.config for run in started] == [{"mode": "evidence"}] * 2
+    assert [run.request for run in started] == [{"mode": "evidence"}] * 2
     assert "2 run(s) weighing the evidence only queued" in queue.client.get(response["Location"]).content.decode()
-    assert Run.objects.get(task=queue.pending, created_by=queue.me).config == {"mode": "evidence"}
+    assert Run.objects.get(task=queue.pending, created_by=queue.me).request == {"mode": "evidence"}
 
 
 def test_bulk_run_of_the_evidence_only_waits_for_a_confidence_model(queue):

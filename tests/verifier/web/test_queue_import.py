@@ -56,13 +56,13 @@ def test_import_can_weigh_the_evidence_of_each_triple_queued_now(make_user, monk
     assert "1 triple(s) queued on runs-kg from 2 row(s); 1 were already queued." in page
     assert "1 run(s) weighing the evidence only queued" in page
     run = Run.objects.get()
-    assert run.config == {"mode": "evidence"} and run.task.source == "flagged.csv:3"
+    assert run.request == {"mode": "evidence"} and run.task.source == "flagged.csv:3"
     monkeypatch.setattr(services, "MAX_BULK", 1)
     more = "head,relation,tail\nQ145,P17,Q142\nQ142,P17,Q145\n"
     page = client.post(reverse("queue-import"), {"kg": world.kg.pk, "file": upload("more.csv", more), "then": "agent"},
                        follow=True).content.decode()
     assert "Runs were started for the first 1 of the 2 triples; the queue&#x27;s bulk run" in page
-    assert [r.config for r in Run.objects.filter(task__source__startswith="more.csv")] == [{}]
+    assert [r.request for r in Run.objects.filter(task__source__startswith="more.csv")] == [{}]
 
 
 def test_the_import_says_which_graphs_cannot_weigh_the_evidence_yet(make_user):
@@ -89,7 +89,7 @@ def test_a_previewed_import_keeps_the_run_chosen_for_its_confirmation(make_user,
     assert "Queue 2 triples and weigh their evidence</button>" in page
     token = re.search(r'name="confirm" value="(\w+)"', page).group(1)
     client.post(reverse("queue-import"), {"confirm": token})
-    assert [run.config for run in Run.objects.order_by("task__source")] == [{"mode": "evidence"}] * 2
+    assert [run.request for run in Run.objects.order_by("task__source")] == [{"mode": "evidence"}] * 2
 
 
 def test_import_of_a_tsv_file(make_user):

@@ -292,7 +292,7 @@ def test_task_without_runs_offers_start_to_curators_and_starting_opens_the_new_r
     response = curator.post(url)
     run = Run.objects.get(task=task)
     assert response["Location"] == reverse("run-detail", args=[run.pk]) and run.status == Run.Status.QUEUED
-    assert run.config == {}
+    assert run.request == {}
 
 
 def test_a_run_started_from_the_run_page_can_weigh_the_evidence_only(make_user, finished):
@@ -310,7 +310,7 @@ def test_a_run_started_from_the_run_page_can_weigh_the_evidence_only(make_user, 
     page = curator.get(reverse("run-detail", args=[finished.pk])).content.decode()
     assert '<option value="evidence">Weigh the evidence only</option>' in page
     curator.post(url, {"kind": "evidence"})
-    assert finished.task.runs.order_by("-pk").first().config == {"mode": "evidence"}
+    assert finished.task.runs.order_by("-pk").first().request == {"mode": "evidence"}
 
 
 # ---- queue navigation ------------------------------------------------------------------------------

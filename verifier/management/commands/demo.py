@@ -123,7 +123,7 @@ class Command(BaseCommand):
         from kgv_web.embedded_llm import provide_local_llm
 
         started = provide_local_llm()  # the embedded model, unless LLM_BASE_URL points elsewhere
-        self.stdout.write(f"LLM endpoint: {os.environ.get('LLM_BASE_URL')} (model {os.environ.get('LLM_MODEL')})"
+        self.stdout.write(f"LLM endpoint: {settings.LLM_BASE_URL} (model {settings.LLM_MODEL})"
                           + (" — embedded, started by this command" if started else ""))
         bin_dir = Path(sys.executable).parent
         children = [subprocess.Popen([str(bin_dir / "daphne"), "-b", host, "-p", str(port), "kgv_web.asgi:application"],

@@ -7,13 +7,13 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier.agent.loop import MODEL_FREE_MODES, MODES, AgentConfig
+from verifier.agent.loop import MODEL_FREE_MODES, MODES
 from verifier.models import KnowledgeGraph, Run, Step, VerificationTask
 from verifier.runner import execute_run
 from verifier.selectors import awaited_training
 from verifier.services import start_run
 from verifier.structure.training import TrainingError, wait_for_model
-from verifier.wiring import query_triple
+from verifier.wiring import query_triple, settle_config
 
 LABELS = {"plan": "PLAN", "thought": "Thought", "action": "Action", "observation": "Observation", "verdict": "VERDICT"}
 
@@ -57,20 +57,23 @@ class Command(BaseCommand):
             config["t_max"] = options["t_max"]
         what = (f"{claim.head_label} — {claim.relation_label} — {claim.tail_label} ({claim.head}, {claim.relation}, "
                 f"{claim.tail}) on {kg.name}")
+        if not options["queue"] and options["mode"] not in MODEL_FREE_MODES:
+            # No LLM_BASE_URL: the embedded local model, stopped when this command ends. Started before the run is
+            # created, whose configuration is settled against the model that will answer.
+            from kgv_web.embedded_llm import provide_local_llm
+
+            provide_local_llm()
         try:
-            if not options["queue"] and AgentConfig.from_dict(config).uses_structure:
+            settled = settle_config(config)
+            if not options["queue"] and settled.agent.uses_structure:
                 self._structure_for(kg, task, what)
-            run = start_run(task=task, config=config, queue=options["queue"])
+            run = start_run(task=task, config=settled, queue=options["queue"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"Run {run.pk}: verifying {what}\n")
         if options["queue"]:
             run = self._follow(run)
         else:
-            from kgv_web.embedded_llm import provide_local_llm
-
-            if options["mode"] not in MODEL_FREE_MODES:
-                provide_local_llm()  # no LLM_BASE_URL: the embedded local model, stopped when this command ends
             run = execute_run(run.pk, on_step=self._print, await_structure=False)
         run.refresh_from_db()
         if run.status != Run.Status.SUCCEEDED:
