@@ -68,7 +68,7 @@ def main() -> None:
                  "--name", name, "--no-progress", "--concurrency", "2")
     evaluation = Evaluation.objects.get(name=name)
     figures = evaluation.metrics
-    print(f"{name}: accuracy {figures['accuracy']}%, F1 {figures['f1']}, ECE {(figures.get('calibration') or {}).get('ece')}, "
+    print(f"{name}: accuracy {figures['accuracy']:.1%}, F1 {figures['f1']:.3f}, ECE {(figures.get('calibration') or {}).get('ece')}, "
           f"n {figures['n']}; trainings started while verifying: {StructuralModel.objects.count() - models_before}")
 
 
