@@ -53,10 +53,20 @@ def workers(stack: ExitStack) -> None:
     bin_dir = Path(sys.executable).parent
     for command, niceness in worker_commands(bin_dir / "celery", 2, embedded_dir() / "bench-celerybeat-schedule"):
         process = subprocess.Popen(command, preexec_fn=niceness, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        stack.callback(lambda p=process: (p.terminate(), p.wait(30)))
+        stack.callback(stop, process)
     deadline = time.monotonic() + 120
     while not live_workers() and time.monotonic() < deadline:
         time.sleep(1)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """A worker this script started, stopped: a warm shutdown, killed if it is still busy (a training) after 30 s."""
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def one_import(kg: KnowledgeGraph, facts: list[tuple[str, str, str]]) -> list[float]:
