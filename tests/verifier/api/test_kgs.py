@@ -24,7 +24,7 @@ def test_the_kgs_are_listed_with_their_structural_and_confidence_models(world_kg
     world = rows[world_kg.name]
     assert (world["id"], world["kind"], world["version"]) == (world_kg.pk, "local", world_kg.version)
     assert world["structural_model"]["state"] == "training" and world["structural_model"]["model_id"] == model.pk
-    assert "training 45%" in world["structural_model"]["text"]
+    assert "training (45%)" in world["structural_model"]["text"]
     assert world["confidence_model"] == {"id": every_kg.pk, "own": False}
     assert rows["wikidata"]["structural_model"] is None and rows["wikidata"]["endpoint_url"] == endpoint.endpoint_url
     assert "counts" not in world
@@ -50,7 +50,7 @@ def test_an_admin_trains_a_failed_model_again_and_a_second_request_is_refused(wo
     queued = response.json()["structural_model"]
     assert queued["state"] == "queued" and StructuralModel.objects.get(pk=queued["model_id"]).status == StructuralModel.Status.QUEUED
     error = assert_error(admin.post(url), 409)
-    assert f"the structural model of {world_kg.name} is queued" in error["message"]
+    assert f"the structural model of {world_kg.name} is waiting for a training worker" in error["message"]
     endpoint = KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL)
     error = assert_error(admin.post(reverse("api:kg-train", args=[endpoint.pk])), 409)
     assert error["message"] == "wikidata is a SPARQL endpoint: it has no structural model"

@@ -17,6 +17,7 @@ from verifier.claims.pipeline import decompose_claim, review_claim, start_part_r
 from verifier.exports.prov import VOCAB
 from verifier.exports.records import SelectionError, select
 from verifier.runner import execute_run
+from verifier.wiring import settle_config
 
 pytestmark = pytest.mark.django_db
 BASE = "http://kgv.test/api/"
@@ -35,8 +36,9 @@ def verified_claim(world_kg, make_user):
     with ScriptedOpenAIServer(["Douglas Adams || place of birth || Cambridge\n"
                                "Douglas Adams || country of citizenship || France"]) as server:
         claim = decompose_claim(claim, _llm(server))
+        settled = settle_config({}, _llm(server, grammar=False))  # for a scripted model such as the one answering
     answers = {"Cambridge": "Correct", "France": "Incorrect"}
-    for run in start_part_runs(claim, queue=False):
+    for run in start_part_runs(claim, config=settled, queue=False):
         reply = f"Thought: enough.\nFinal Answer: [{answers[run.task.tail.label]}] The KG says so."
         with ScriptedOpenAIServer([PLAN, reply]) as server:
             execute_run(run.pk, llm=_llm(server, grammar=False))
