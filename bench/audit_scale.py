@@ -35,7 +35,7 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from verifier.kg_audit.service import run_here, scores, start_audit  # noqa: E402
+from verifier.kg_audit.pipeline import run_here, scores, start_audit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph  # noqa: E402
 
 TYPES, RELATIONS = 50, 200

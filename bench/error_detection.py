@@ -44,7 +44,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
-from verifier.kg_audit.service import run_here, scores, start_audit  # noqa: E402
+from verifier.kg_audit.pipeline import run_here, scores, start_audit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Relation, StructuralModel  # noqa: E402
 from verifier.structure.training import train  # noqa: E402
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from verifier import confidence
+from verifier import confidence, confidence_fitting
 from verifier.evaluation import control
 from verifier.evaluation.labelled import calibration_evaluation, calibration_evaluation_name
 from verifier.models import ConfidenceModel, Evaluation, FitTriple, KnowledgeGraph, StructuralModel
@@ -91,9 +91,9 @@ def fit_on_calibration_triples(kg: KnowledgeGraph, *, actor) -> ConfidenceModel:
     evaluation = state.evaluation if state else None
     if evaluation is None or evaluation.status != Evaluation.Status.FINISHED:
         raise ValueError("its calibration triples are not verified yet")
-    pairs = confidence.labelled_runs(evaluations=[evaluation.name], kg=kg)
+    pairs = confidence_fitting.labelled_runs(evaluations=[evaluation.name], kg=kg)
     with transaction.atomic():
-        fitted = confidence.fit(pairs, kg=kg, source=f"evaluation {evaluation.name}", activate=False)
+        fitted = confidence_fitting.fit(pairs, kg=kg, source=f"evaluation {evaluation.name}", activate=False)
         record_audit(actor=actor, action="confidence.fit", obj=fitted.model,
                      after={"kg": kg.name, "n": fitted.n, "evaluation": evaluation.name,
                             "cross_validated": fitted.cross_validated})

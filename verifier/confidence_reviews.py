@@ -4,7 +4,7 @@ A reviewer who accepts a verdict, or overrides it to Correct or Incorrect, label
 decision on the run; "not enough evidence" labels nothing). Over a KG's reviewed runs this module reports how often
 the verdicts were right at each confidence: the evaluation page's calibration figures, on the curator's own triples
 instead of a benchmark's. Once enough runs are reviewed, an admin fits a candidate confidence model on them
-(``confidence.fit``, cross-fitted, not put in force), compares its out-of-fold figures with the verdicts as given,
+(``confidence_fitting.fit``, cross-fitted, not put in force), compares its out-of-fold figures with the verdicts as given,
 and puts it in force; the KG's finished runs are then re-weighed in the background.
 
 Reviewers see the verdict and its confidence before they decide, so their decisions lean towards the verdict: the
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Q
 
-from verifier import confidence
+from verifier import confidence, confidence_fitting
 from verifier.evaluation import metrics
 from verifier.models import ConfidenceModel, KnowledgeGraph, Run
 from verifier.queueing import REASSESS_CONFIDENCE, enqueue
 from verifier.services import record_audit
 
-MIN_RUNS = 20  # what confidence.fit needs, with true and false triples among them
+MIN_RUNS = 20  # what confidence_fitting.fit needs, with true and false triples among them
 CANDIDATES_SHOWN = 5
 
 
@@ -65,7 +65,7 @@ def _refit_refused(pairs: list[tuple[Run, bool]]) -> str:
 
 
 def kg_confidence(kg: KnowledgeGraph) -> ReviewedConfidence:
-    pairs = confidence.labelled_runs(reviews=True, kg=kg)
+    pairs = confidence_fitting.labelled_runs(reviews=True, kg=kg)
     in_force = confidence.active_model(kg.pk)
     not_reweighed = 0
     if in_force is not None:  # a missing key is NULL in SQL, which ~Q alone would not count
@@ -84,12 +84,12 @@ def every_kg() -> list[ReviewedConfidence]:
 def refit_on_reviews(kg: KnowledgeGraph, *, actor) -> ConfidenceModel:
     """A candidate confidence model for ``kg`` fitted on its reviewed runs, not put in force. ValueError when there
     are too few of them (the message says how many)."""
-    pairs = confidence.labelled_runs(reviews=True, kg=kg)
+    pairs = confidence_fitting.labelled_runs(reviews=True, kg=kg)
     refused = _refit_refused(pairs)
     if refused:
         raise ValueError(refused)
     with transaction.atomic():
-        fitted = confidence.fit(pairs, kg=kg, source=f"{len(pairs)} reviewed runs of {kg.name}", activate=False)
+        fitted = confidence_fitting.fit(pairs, kg=kg, source=f"{len(pairs)} reviewed runs of {kg.name}", activate=False)
         record_audit(actor=actor, action="confidence.fit", obj=fitted.model,
                      after={"kg": kg.name, "n": fitted.n, "cross_validated": fitted.cross_validated})
     return fitted.model

@@ -13,7 +13,7 @@ import requests
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from kgv_web.celery import app as celery_app
 from verifier.models import Run
@@ -131,41 +131,46 @@ def _model() -> tuple[bool, str]:
     return state != "down", detail
 
 
-def _queue_depth() -> tuple[int, int]:
-    """(runs waiting for a worker, runs being investigated)."""
-    counts = dict(Run.objects.in_flight().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-    return counts.get(Run.Status.QUEUED, 0), counts.get(Run.Status.RUNNING, 0)
+@dataclass(frozen=True)
+class QueueDepth:
+    """The runs in flight: waiting for a worker (of them, parked until their KG's first structural model is ready)
+    and being investigated."""
+
+    queued: int
+    running: int
+    awaiting_model: int = 0
 
 
-def _slots_taken(workers: QueueWorkers) -> tuple[int, int]:
-    """(busy slots, of them with other work) of the verification workers. Their answer is up to
+def queue_depth() -> QueueDepth:
+    """The run queue's depth, in one query."""
+    queued = Q(status=Run.Status.QUEUED)
+    return QueueDepth(**Run.objects.in_flight().aggregate(
+        queued=Count("id", filter=queued), running=Count("id", filter=Q(status=Run.Status.RUNNING)),
+        awaiting_model=Count("id", filter=queued & Q(awaiting_model__isnull=False))))
+
+
+def _slots_text(workers: QueueWorkers, running: int) -> str:
+    """"all 4 verification slots are busy (1 with a training)", or "" when one is free. The workers' answer is up to
     STATUS_CACHE_SECONDS old; the runs the database knows to be running count at once."""
-    running = Run.objects.filter(status=Run.Status.RUNNING).count()
-    return min(workers.slots, max(workers.busy, running + workers.elsewhere)), workers.elsewhere
-
-
-def _slots_text(workers: QueueWorkers) -> str:
-    """"all 4 verification slots are busy (1 with a training)", or "" when one is free."""
-    busy, elsewhere = _slots_taken(workers)
+    busy, elsewhere = min(workers.slots, max(workers.busy, running + workers.elsewhere)), workers.elsewhere
     if busy < workers.slots:
         return ""
     other = f" ({elsewhere} with other work, such as a training)" if elsewhere else ""
     return f"all {workers.slots} verification slot{'s are' if workers.slots != 1 else ' is'} busy{other}"
 
 
-def waiting_reason(queued: int, workers: QueueWorkers | None) -> str:
+def waiting_reason(depth: QueueDepth, workers: QueueWorkers | None) -> str:
     """Why queued runs wait, in a curator's words ("" when none waits)."""
-    if not queued:
+    if not depth.queued:
         return ""
-    awaiting = Run.objects.filter(status=Run.Status.QUEUED, awaiting_model__isnull=False).count()
     parts = []
-    if awaiting:
-        parts.append(f"{awaiting} wait for their KG's first structural model to finish training")
-    rest = queued - awaiting
+    if depth.awaiting_model:
+        parts.append(f"{depth.awaiting_model} wait for their KG's first structural model to finish training")
+    rest = depth.queued - depth.awaiting_model
     if rest and workers is not None:
         if not workers.workers:
             parts.append(f"{rest} wait because no verification worker is running")
-        elif slots := _slots_text(workers):
+        elif slots := _slots_text(workers, depth.running):
             parts.append(f"{rest} wait: {slots}")
         else:
             parts.append(f"{rest} are being handed to a verification worker")
@@ -185,16 +190,16 @@ def run_wait_reason(run: Run, place: QueuePlace, workers: QueueWorkers | None) -
     if not workers.workers:
         return "No verification worker is running: it starts when one does (an administrator's Health page says more)."
     ahead = f"{place.position - 1} run{'s' if place.position != 2 else ''} ahead of it" if place.position > 1 else ""
-    if slots := _slots_text(workers):
+    if slots := _slots_text(workers, queue_depth().running):
         return f"Waiting: {slots}" + (f", {ahead}." if ahead else "; it is next.")
     return f"Waiting for the {ahead} to be taken." if ahead else "A worker is taking it."
 
 
 def _queue() -> tuple[bool, str]:
     """How many runs wait and why, and how many are being investigated (information, never unhealthy)."""
-    queued, running = _queue_depth()
-    why = waiting_reason(queued, queue_workers()[queue_of(RUN_VERIFICATION)])
-    return True, f"{queued} run(s) queued, {running} running" + (f": {why}" if why else "")
+    depth = queue_depth()
+    why = waiting_reason(depth, queue_workers()[queue_of(RUN_VERIFICATION)])
+    return True, f"{depth.queued} run(s) queued, {depth.running} running" + (f": {why}" if why else "")
 
 
 def _structural_models() -> tuple[bool, str]:
@@ -239,8 +244,9 @@ def workbench_status() -> dict:
         model = {"ok": state != "down", "state": state, "name": llm_endpoint()[1] or "none configured"}
         with contextlib.suppress(redis.RedisError):
             cache.set(STATUS_CACHE_KEY, model, STATUS_CACHE_SECONDS)
-    queued, running = _queue_depth()
-    return {"model": model, "queued": queued, "running": running, "waiting": waiting_reason(queued, verification_workers())}
+    depth = queue_depth()
+    return {"model": model, "queued": depth.queued, "running": depth.running,
+            "waiting": waiting_reason(depth, verification_workers())}
 
 
 def verification_workers() -> QueueWorkers | None:

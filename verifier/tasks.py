@@ -11,7 +11,7 @@ from django.conf import settings
 from verifier import confidence
 from verifier.claims.pipeline import verify_claim_now
 from verifier.evaluation import driver as evaluation_driver
-from verifier.kg_audit import service as kg_audit
+from verifier.kg_audit import pipeline as kg_audit
 from verifier.models import Evaluation, Onboarding, Run, StructuralModel
 from verifier.onboarding import run as run_onboarding
 from verifier.redelivery import redeliver_lost_runs

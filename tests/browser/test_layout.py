@@ -15,7 +15,7 @@ from tests.users import PASSWORD
 from tests.verifier.kg_audit.test_audit import noisy  # noqa: F401  (fixture)
 from tests.workers import wait_for
 from verifier.claims.pipeline import queue_claim, submit_claim
-from verifier.kg_audit.service import run_here, start_audit
+from verifier.kg_audit.pipeline import run_here, start_audit
 from verifier.models import Claim, Entity, Relation, Run, Suspect, VerificationTask
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ import random
 import pytest
 from django.core.management import CommandError, call_command
 
-from verifier import confidence
+from verifier import confidence, confidence_fitting
 from verifier.agent.weighing import FEATURES, Evidence
 from verifier.benchmarks.datasets import fitted_triples
 from verifier.models import ConfidenceModel, Evaluation, EvaluationItem, FitTriple, Review, Run, SupportItem, VerificationTask
@@ -109,7 +109,7 @@ def test_reviews_of_runs_on_a_test_split_are_skipped(labelled, django_user_model
     EvaluationItem.objects.create(evaluation=held_out, task=held.task, expected_label=True, position=0, run=held)
     for run in (kept, held):
         Review.objects.create(run=run, reviewer=reviewer, decision=Review.Decision.ACCEPT, verdict="correct")
-    reviewed = {run.pk for run, _ in confidence.labelled_runs(reviews=True)}
+    reviewed = {run.pk for run, _ in confidence_fitting.labelled_runs(reviews=True)}
     assert kept.pk in reviewed and held.pk not in reviewed
 
 
@@ -257,11 +257,11 @@ def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_
                                    payload={"probability": probability, "model": None})
         EvaluationItem.objects.create(evaluation=evaluation, task=task, expected_label=label, position=position, run=run)
 
-    pairs = confidence.labelled_runs(evaluations=["fit-runs", "evidence-runs"])
+    pairs = confidence_fitting.labelled_runs(evaluations=["fit-runs", "evidence-runs"])
     assert len(pairs) == 100
     evidence_vectors = [confidence.stored_evidence(run).vector() for run, _ in pairs if run.config.get("mode") == "evidence"]
     assert len(evidence_vectors) == 60 and all(v[0] == 0.0 for v in evidence_vectors)  # no model answered
-    fitted = confidence.fit(pairs, kg=world_kg, source="pooled")
+    fitted = confidence_fitting.fit(pairs, kg=world_kg, source="pooled")
     assert fitted.n == 100 and fitted.cross_validated["agent_runs"] == 40 and fitted.cross_validated["structural_runs"] == 100
     assert fitted.model.coefficients[confidence.FEATURES.index("structural_logit")] > 0
     assert fitted.cross_validated["answer_accuracy"] == 0.5  # the agent answered Correct to every triple

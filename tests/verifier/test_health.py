@@ -129,17 +129,18 @@ def test_the_waiting_reason_says_what_holds_queued_runs(fresh_status):
     world = make_world()
     queued = Run.objects.create(task=world.task(tail="Q145"), status=Run.Status.QUEUED)
     running = [Run.objects.create(task=world.task(tail=tail), status=Run.Status.RUNNING) for tail in ("Q350", "Q142")]
-    assert health.waiting_reason(1, health.QueueWorkers(0, 0, 0)) == "1 wait because no verification worker is running"
-    assert health.waiting_reason(1, health.QueueWorkers(1, 4, 1)) == "1 are being handed to a verification worker"
+    assert health.waiting_reason(health.queue_depth(), health.QueueWorkers(0, 0, 0)) == "1 wait because no verification worker is running"
+    assert health.waiting_reason(health.queue_depth(), health.QueueWorkers(1, 4, 1)) == "1 are being handed to a verification worker"
     # The workers' answer may be seconds old: the runs the database knows to be running count at once.
-    assert health.waiting_reason(1, health.QueueWorkers(1, 2, 0)) == "1 wait: all 2 verification slots are busy"
+    assert health.waiting_reason(health.queue_depth(), health.QueueWorkers(1, 2, 0)) == "1 wait: all 2 verification slots are busy"
     # A worker whose slots also serve trainings: a training holding a slot is named.
-    assert health.waiting_reason(1, health.QueueWorkers(1, 3, 3, elsewhere=1)) == (
+    assert health.waiting_reason(health.queue_depth(), health.QueueWorkers(1, 3, 3, elsewhere=1)) == (
         "1 wait: all 3 verification slots are busy (1 with other work, such as a training)")
     Run.objects.filter(pk__in=[r.pk for r in running]).delete()
     job = training(local_kg("codex-s"))
     Run.objects.filter(pk=queued.pk).update(awaiting_model=job)
-    assert health.waiting_reason(1, health.QueueWorkers(1, 4, 0)) == "1 wait for their KG's first structural model to finish training"
+    assert health.waiting_reason(health.queue_depth(), health.QueueWorkers(1, 4, 0)) == (
+        "1 wait for their KG's first structural model to finish training")
 
 
 def test_health_page_renders_for_browsers(celery_worker_process):

@@ -1,6 +1,6 @@
 """KG audits over the API (not the audit log, ``/api/audit/``): list and read them with their progress, metrics and
 summary; start one on a KG (curator; the audit workers score it); page through its suspects by relation; queue its top
-suspects as flagged triples (curator); download the suspects as CSV. Writes go through verifier.kg_audit.service, as
+suspects as flagged triples (curator); download the suspects as CSV. Writes go through verifier.kg_audit.pipeline, as
 the pages' do; a request the audit's state refuses is a 409."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from verifier.api.errors import Conflict
 from verifier.api.serializers import TermSerializer, UserRefSerializer
 from verifier.api.views import FileContentNegotiation
 from verifier.kg_audit import exports
+from verifier.kg_audit.pipeline import AuditError, queue_suspects, start_audit
 from verifier.kg_audit.selectors import auditable_kgs, audits, suspects
-from verifier.kg_audit.service import AuditError, queue_suspects, start_audit
 from verifier.models import KGAudit, Suspect
 from verifier.params import get_id
 from verifier.roles import VIEWER

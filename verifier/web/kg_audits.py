@@ -2,7 +2,7 @@
 one (curators), an audit's page — live progress while the audit workers score its chunks, then what it found: the
 classifier's AUC, the distribution of suspicion, suspects per relation, what moved since the previous audit and the
 suspects themselves — a suspect's page with its reasons and details, queueing the top suspects as flagged triples
-(curators), and the downloads (CSV, report). Writes go through verifier.kg_audit.service, as the API's do."""
+(curators), and the downloads (CSV, report). Writes go through verifier.kg_audit.pipeline, as the API's do."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from verifier.kg_audit import exports
+from verifier.kg_audit.pipeline import AuditError, queue_suspects, start_audit, suspect_details
 from verifier.kg_audit.selectors import audit_state, auditable_kgs, audits_by_kg, latest_run, suspects
-from verifier.kg_audit.service import AuditError, queue_suspects, start_audit, suspect_details
 from verifier.models import Entity, KGAudit, KnowledgeGraph, Suspect
 from verifier.params import ParameterError, get_id
 from verifier.roles import CURATOR, VIEWER, has_role, role_required

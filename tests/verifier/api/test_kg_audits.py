@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from tests.verifier.api.error_shape import assert_error
 from tests.verifier.kg_audit.test_audit import noisy  # noqa: F401  (fixture)
-from verifier.kg_audit.service import run_here, start_audit
+from verifier.kg_audit.pipeline import run_here, start_audit
 from verifier.models import AuditEvent, KGAudit, KnowledgeGraph, Onboarding, Suspect, VerificationTask
 
 pytestmark = pytest.mark.django_db

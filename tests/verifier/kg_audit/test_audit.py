@@ -10,7 +10,7 @@ from tests.verifier.structure.test_training import TINY, generated_kg
 from tests.workers import wait_for
 from verifier.kg.amend import amend
 from verifier.kg_audit import exports
-from verifier.kg_audit.service import AuditError, prepare, queue_suspects, run_here, score_chunk, scores, start_audit
+from verifier.kg_audit.pipeline import AuditError, prepare, queue_suspects, run_here, score_chunk, scores, start_audit
 from verifier.models import AuditChunk, AuditEvent, KGAudit, KnowledgeGraph, StructuralModel, Suspect, VerificationTask
 from verifier.structure.training import train
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from tests.verifier.web.workbench import client_for, fast_password_hashing, signed_in  # noqa: F401  (autouse fixture)
 from tests.workers import wait_for
-from verifier import confidence
+from verifier import confidence, confidence_fitting
 from verifier.agent.weighing import FEATURES
 from verifier.models import AuditEvent, ConfidenceModel, Evaluation, Review, Run, SupportItem, VerificationTask
 
@@ -60,7 +60,7 @@ def reviewed(world_kg, make_user):
 
 def test_reviews_of_evidence_only_runs_label_them_for_a_refit(reviewed):
     kg, _, runs = reviewed
-    labelled = confidence.labelled_runs(reviews=True, kg=kg)
+    labelled = confidence_fitting.labelled_runs(reviews=True, kg=kg)
     assert len(labelled) == 40
     assert sum(run.config.get("mode") == "evidence" for run, _ in labelled) == 20
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from tests.verifier.kg_audit.test_audit import PLANTED, _rows, noisy  # noqa: F401  (fixture)
 from tests.verifier.web.workbench import client_for, fast_password_hashing, is_login_redirect, signed_in  # noqa: F401
 from verifier.kg.amend import amend
-from verifier.kg_audit.service import prepare, run_here, score_chunk, start_audit
+from verifier.kg_audit.pipeline import prepare, run_here, score_chunk, start_audit
 from verifier.models import AuditEvent, KGAudit, Suspect, VerificationTask
 from verifier.roles import ROLES
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from verifier.kg_audit import exports
-from verifier.kg_audit.service import CHUNK, AuditError, queue_suspects, run_here, start_audit
+from verifier.kg_audit.pipeline import CHUNK, AuditError, queue_suspects, run_here, start_audit
 from verifier.management.lookup import kg_named
 from verifier.models import KGAudit
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from verifier import confidence
+from verifier import confidence, confidence_fitting
 from verifier.evaluation.driver import EvaluationError
 from verifier.evaluation.labelled import calibration_evaluation, drive_here
 from verifier.evaluation.workers import WorkerUnfit
@@ -95,8 +95,8 @@ class Command(BaseCommand):
         source = ", ".join([*(f"evaluation {n}" for n in names), *(["reviewed runs"] if options["reviews"] else [])])
         previous = confidence.active_model(kg.pk if kg else None)
         try:
-            pairs = confidence.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
-            fitted = confidence.fit(pairs, kg=kg, source=source)
+            pairs = confidence_fitting.labelled_runs(evaluations=names, reviews=options["reviews"], kg=kg)
+            fitted = confidence_fitting.fit(pairs, kg=kg, source=source)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         cv = fitted.cross_validated
