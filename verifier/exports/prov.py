@@ -23,7 +23,18 @@ For each run:
   claimed; the claim's verification ``prov:wasInformedBy`` each part's run, and the claim's verdict
   ``prov:wasDerivedFrom`` each part's verdict; reviews of the claim as a whole are modelled as a run's are.
 
-Resource IRIs hang off ``base`` (the API root when exported over HTTP, so a run's IRI is its API URL).
+Which IRIs resolve, and how (``base`` is the API root when exported over HTTP, ``urn:kgv:`` otherwise):
+
+- a resource the API serves is named by its API URL: a run ``{base}runs/2/``, a flagged triple ``{base}tasks/5/``,
+  a memory entry ``{base}memory/9/``, a claim ``{base}claims/3/``;
+- what such a document describes is a hash IRI of it, so it resolves to that document: a run's verdict
+  ``{base}runs/2/#verdict``, its evidence items ``#evidence-E1`` (the run's ``support_items`` by ``key``), its
+  reviews ``#review-7`` and the verdict a review gave ``#review-7-verdict`` (the run's ``reviews`` by ``id``); a
+  claim's ``#subgraph`` (``written``), ``#decomposition``, ``#verification``, ``#verdict``, ``#part-1`` (its
+  ``parts`` by ``part``; ``#part-unresolved-N`` for the N-th part no KG entity resolves) and ``#review-5``;
+- what the API has no endpoint for is named by an IRI that is not a URL, the same in every export: the model
+  ``urn:kgv:agent:model:<name>``, a user ``urn:kgv:user:<username>``, a structural model
+  ``urn:kgv:structural-model:<id>`` and a KG's entity or relation ``urn:kgv:kg:<kg name>:term:<id>``.
 """
 
 from __future__ import annotations
@@ -36,7 +47,8 @@ from rdflib.namespace import DCTERMS, PROV
 from verifier.exports.records import ClaimPartRecord, ClaimRecord, EvidenceRecord, ReviewRecord, RunRecord, Selection
 
 VOCAB = Namespace("urn:kgv:vocab#")
-DEFAULT_BASE = "urn:kgv:"
+URN = "urn:kgv:"
+DEFAULT_BASE = URN  # exported off HTTP: documents are named under urn:kgv: too
 JSONLD_CONTEXT = {"prov": str(PROV), "kgv": str(VOCAB), "rdfs": str(RDFS), "dcterms": str(DCTERMS), "xsd": str(XSD)}
 
 
@@ -49,8 +61,19 @@ class ProvGraph:
         for prefix, namespace in JSONLD_CONTEXT.items():
             self.graph.bind(prefix, namespace)
 
-    def iri(self, *parts: object) -> URIRef:
-        return URIRef(self.base + "/".join(quote(str(part), safe="") for part in parts))
+    def document(self, *parts: object) -> URIRef:
+        """The IRI of a resource the API serves: its URL (with the router's trailing slash) under ``base``."""
+        return URIRef(self.base + "".join(f"{quote(str(part), safe='')}/" for part in parts))
+
+    @staticmethod
+    def described(document: URIRef, *names: object) -> URIRef:
+        """What ``document`` describes (a run's verdict, a claim's part): a hash IRI that resolves to the document."""
+        return URIRef(f"{document}#" + "-".join(quote(str(name), safe="") for name in names))
+
+    @staticmethod
+    def name(*parts: object) -> URIRef:
+        """A resource the API has no endpoint for: an IRI that is not a URL, stable across exports."""
+        return URIRef(URN + ":".join(quote(str(part), safe="") for part in parts))
 
     def add(self, subject, predicate, value) -> None:
         if value is None or value == "":
@@ -59,20 +82,20 @@ class ProvGraph:
 
     # -------------------------------------------------------------------------------------------- agents
     def model_agent(self, model: str) -> URIRef:
-        agent = self.iri("agents", "models", model or "unknown")
+        agent = self.name("agent", "model", model or "unknown")
         self.graph.add((agent, RDF.type, PROV.SoftwareAgent))
         self.add(agent, RDFS.label, f"LLM {model or 'unknown model'} in the KGV verification agent")
         return agent
 
     def person(self, username: str) -> URIRef:
-        person = self.iri("users", username)
+        person = self.name("user", username)
         self.graph.add((person, RDF.type, PROV.Person))
         self.add(person, RDFS.label, username)
         return person
 
     # ---------------------------------------------------------------------------------------------- runs
     def add_run(self, record: RunRecord) -> URIRef:
-        run, verdict, claim = self.iri("runs", record.run_id), self.verdict_iri(record), self.iri("tasks", record.task_id)
+        run, verdict, claim = self.run_iri(record.run_id), self.verdict_iri(record.run_id), self.document("tasks", record.task_id)
         self.graph.add((run, RDF.type, PROV.Activity))
         self.graph.add((run, RDF.type, VOCAB.Verification))
         self.add(run, RDFS.label, f"verification run {record.run_id}")
@@ -86,7 +109,7 @@ class ProvGraph:
         if record.created_by:
             self.graph.add((model, PROV.actedOnBehalfOf, self.person(record.created_by)))
         for memory in record.memories:
-            entry = self.iri("memory", memory.entry_id)
+            entry = self.document("memory", memory.entry_id)
             self.graph.add((entry, RDF.type, PROV.Entity))
             self.add(entry, RDFS.label, memory.triple_text)
             self.graph.add((run, PROV.used, entry))
@@ -119,27 +142,30 @@ class ProvGraph:
         self.add(verdict, VOCAB.disputedReason, record.disputed_reason)
 
     def structural_model(self, record: RunRecord) -> URIRef:
-        node = self.iri("structural-models", record.structural_model_id)
+        node = self.name("structural-model", record.structural_model_id)
         self.graph.add((node, RDF.type, PROV.Entity))
         self.graph.add((node, RDF.type, VOCAB.StructuralModel))
         self.add(node, RDFS.label, record.structural_model)
         return node
 
-    def verdict_iri(self, record: RunRecord) -> URIRef:
-        return self.iri("runs", record.run_id, "verdict")
+    def run_iri(self, run_id: int) -> URIRef:
+        return self.document("runs", run_id)
+
+    def verdict_iri(self, run_id: int) -> URIRef:
+        return self.described(self.run_iri(run_id), "verdict")
 
     def add_claim(self, claim: URIRef, record: RunRecord) -> None:
         self.graph.add((claim, RDF.type, PROV.Entity))
         self.graph.add((claim, RDF.type, VOCAB.Claim))
         self.add(claim, RDFS.label, f"({record.head.label}, {record.relation.label}, {record.tail.label})")
         for predicate, term in ((VOCAB.head, record.head), (VOCAB.relation, record.relation), (VOCAB.tail, record.tail)):
-            node = self.iri("kg", record.kg, "terms", term.id)
+            node = self.name("kg", record.kg, "term", term.id)
             self.graph.add((claim, predicate, node))
             self.add(node, RDFS.label, term.label)
             self.add(node, DCTERMS.identifier, term.id)
 
     def add_evidence(self, record: RunRecord, item: EvidenceRecord, run: URIRef) -> URIRef:
-        evidence = self.iri("runs", record.run_id, "evidence", item.key)
+        evidence = self.described(run, "evidence", item.key)
         self.graph.add((evidence, RDF.type, PROV.Entity))
         self.graph.add((evidence, RDF.type, VOCAB.Evidence))
         self.add(evidence, RDFS.label, f"[{item.key}] {item.kind}")
@@ -156,13 +182,14 @@ class ProvGraph:
 
     # -------------------------------------------------------------------------------------------- claims
     def add_claim_record(self, claim: ClaimRecord) -> URIRef:
-        node, subgraph = self.iri("claims", claim.claim_id), self.iri("claims", claim.claim_id, "subgraph")
+        node = self.document("claims", claim.claim_id)
+        subgraph = self.described(node, "subgraph")
         self.graph.add((node, RDF.type, PROV.Entity))
         self.graph.add((node, RDF.type, VOCAB.PlainLanguageClaim))
         self.add(node, PROV.value, claim.text)
         self.add(node, VOCAB.category, claim.category)
         self.add(node, DCTERMS.source, claim.source)
-        decomposition = self.iri("claims", claim.claim_id, "decomposition")
+        decomposition = self.described(node, "decomposition")
         self.graph.add((decomposition, RDF.type, PROV.Activity))
         self.graph.add((decomposition, RDF.type, VOCAB.Decomposition))
         self.graph.add((decomposition, PROV.used, node))
@@ -173,7 +200,7 @@ class ProvGraph:
         self.graph.add((subgraph, PROV.wasGeneratedBy, decomposition))
         self.graph.add((subgraph, PROV.wasDerivedFrom, node))
 
-        verification, verdict = self.iri("claims", claim.claim_id, "verification"), self.iri("claims", claim.claim_id, "verdict")
+        verification, verdict = self.described(node, "verification"), self.described(node, "verdict")
         self.graph.add((verification, RDF.type, PROV.Activity))
         self.graph.add((verification, RDF.type, VOCAB.ClaimVerification))
         self.graph.add((verification, PROV.used, subgraph))
@@ -186,35 +213,35 @@ class ProvGraph:
             self.add(verdict, VOCAB.confidence, Literal(claim.confidence, datatype=XSD.double))
         self.graph.add((verdict, PROV.wasGeneratedBy, verification))
         for position, part in enumerate(claim.parts, start=1):
-            name = part.seq if part.seq is not None else f"unresolved-{position}"
-            self.add_claim_part(self.iri("claims", claim.claim_id, "parts", name), claim, part, verification, verdict)
+            name = ("part", part.seq) if part.seq is not None else ("part", "unresolved", position)
+            self.add_claim_part(self.described(node, *name), node, part, verification, verdict)
         for review in claim.reviews:
-            self.add_review_activity(self.iri("claims", claim.claim_id, "reviews", review.id), review, verdict,
-                                     claim.verdict_from_parts)
+            self.add_review_activity(node, review, verdict, claim.verdict_from_parts)
         return node
 
-    def add_claim_part(self, node: URIRef, claim: ClaimRecord, part: ClaimPartRecord, verification: URIRef,
+    def add_claim_part(self, node: URIRef, claim: URIRef, part: ClaimPartRecord, verification: URIRef,
                        verdict: URIRef) -> None:
         self.graph.add((node, RDF.type, PROV.Entity))
         self.graph.add((node, RDF.type, VOCAB.ClaimPart))
         self.add(node, RDFS.label, part.text)
         self.add(node, VOCAB.negated, Literal(part.negated))
         self.add(node, VOCAB.state, part.state)
-        self.graph.add((node, PROV.wasDerivedFrom, self.iri("claims", claim.claim_id, "subgraph")))
-        self.graph.add((self.iri("claims", claim.claim_id), VOCAB.hasPart, node))
+        self.graph.add((node, PROV.wasDerivedFrom, self.described(claim, "subgraph")))
+        self.graph.add((claim, VOCAB.hasPart, node))
         if part.task_id is not None:
-            self.graph.add((node, VOCAB.triple, self.iri("tasks", part.task_id)))
+            self.graph.add((node, VOCAB.triple, self.document("tasks", part.task_id)))
         if part.run_id is not None:
-            self.graph.add((verification, PROV.wasInformedBy, self.iri("runs", part.run_id)))
-            self.graph.add((verdict, PROV.wasDerivedFrom, self.iri("runs", part.run_id, "verdict")))
+            self.graph.add((verification, PROV.wasInformedBy, self.run_iri(part.run_id)))
+            self.graph.add((verdict, PROV.wasDerivedFrom, self.verdict_iri(part.run_id)))
 
     def add_review(self, record: RunRecord, review: ReviewRecord, verdict: URIRef) -> None:
-        self.add_review_activity(self.iri("runs", record.run_id, "reviews", review.id), review, verdict, record.verdict)
+        self.add_review_activity(self.run_iri(record.run_id), review, verdict, record.verdict)
 
-    def add_review_activity(self, activity: URIRef, review: ReviewRecord, verdict: URIRef, reviewed_verdict: str) -> None:
-        """A reviewer's decision on a verdict (a run's or a claim's): an activity that used it and, unless it is a
-        comment, generated the reviewed verdict, a revision of the one reviewed when it differs."""
-        reviewer = self.person(review.reviewer)
+    def add_review_activity(self, document: URIRef, review: ReviewRecord, verdict: URIRef, reviewed_verdict: str) -> None:
+        """A reviewer's decision on a verdict (a run's or a claim's, whose ``document`` lists its reviews): an
+        activity that used it and, unless it is a comment, generated the reviewed verdict, a revision of the one
+        reviewed when it differs."""
+        activity, reviewer = self.described(document, "review", review.id), self.person(review.reviewer)
         self.graph.add((activity, RDF.type, PROV.Activity))
         self.graph.add((activity, RDF.type, VOCAB.Review))
         self.add(activity, VOCAB.decision, review.decision)
@@ -224,7 +251,7 @@ class ProvGraph:
         self.graph.add((activity, PROV.wasAssociatedWith, reviewer))
         if not review.verdict:  # a comment: no new verdict
             return
-        reviewed = URIRef(f"{activity}/verdict")
+        reviewed = self.described(document, "review", review.id, "verdict")
         self.graph.add((reviewed, RDF.type, PROV.Entity))
         self.graph.add((reviewed, RDF.type, VOCAB.Verdict))
         self.add(reviewed, VOCAB.verdict, review.verdict)

@@ -33,8 +33,8 @@ def test_json_csv_and_turtle_downloads_parse(verified, client_as):
 
     response = download(client, "ttl", f"?runs={run.pk}")
     graph = Graph().parse(data=response.content.decode(), format="turtle")
-    run_iri = URIRef(f"http://testserver/api/runs/{run.pk}")  # IRIs are the API's own URLs
-    assert (URIRef(f"{run_iri}/verdict"), PROV.wasGeneratedBy, run_iri) in graph
+    run_iri = URIRef(f"http://testserver/api/runs/{run.pk}/")  # IRIs are the API's own URLs
+    assert (URIRef(f"{run_iri}#verdict"), PROV.wasGeneratedBy, run_iri) in graph
 
 
 def test_a_selection_of_tasks_names_the_file_and_reports_skipped_tasks(verified, client_as):

@@ -11,6 +11,7 @@ from rdflib.namespace import PROV
 from rest_framework.test import APIClient
 
 from tests.openai_server import ScriptedOpenAIServer
+from tests.verifier.exports.verified_runs import API_BASE, assert_prov_iris_resolve
 from verifier import exports
 from verifier.agent.llm import OpenAICompatibleLLM
 from verifier.claims.pipeline import decompose_claim, review_claim, start_part_runs, submit_claim
@@ -67,21 +68,32 @@ def test_json_and_csv_carry_the_claim_and_its_parts_runs(verified_claim):
 
 def test_prov_links_the_claim_to_its_parts_activities(verified_claim):
     graph = Graph().parse(data=exports.render(select(claim_ids=[verified_claim.pk]), "ttl", base=BASE).content, format="turtle")
-    claim = URIRef(f"{BASE}claims/{verified_claim.pk}")
+    claim = URIRef(f"{BASE}claims/{verified_claim.pk}/")
     assert (claim, RDF.type, VOCAB.PlainLanguageClaim) in graph
-    verification = URIRef(f"{claim}/verification")
+    verification = URIRef(f"{claim}#verification")
     part_runs = set(graph.objects(verification, PROV.wasInformedBy))
-    assert part_runs == {URIRef(f"{BASE}runs/{p.task.runs.get().pk}") for p in verified_claim.parts.all()}
+    assert part_runs == {URIRef(f"{BASE}runs/{p.task.runs.get().pk}/") for p in verified_claim.parts.all()}
     assert all((run, RDF.type, PROV.Activity) in graph for run in part_runs)  # the parts' runs are in the export too
-    verdict = URIRef(f"{claim}/verdict")
-    assert {str(v) for v in graph.objects(verdict, PROV.wasDerivedFrom)} == {f"{run}/verdict" for run in part_runs}
-    subgraph = URIRef(f"{claim}/subgraph")
-    assert (subgraph, PROV.wasGeneratedBy, URIRef(f"{claim}/decomposition")) in graph
+    verdict = URIRef(f"{claim}#verdict")
+    assert {str(v) for v in graph.objects(verdict, PROV.wasDerivedFrom)} == {f"{run}#verdict" for run in part_runs}
+    subgraph = URIRef(f"{claim}#subgraph")
+    assert (subgraph, PROV.wasGeneratedBy, URIRef(f"{claim}#decomposition")) in graph
     parts = set(graph.objects(claim, VOCAB.hasPart))
+    assert parts == {URIRef(f"{claim}#part-1"), URIRef(f"{claim}#part-2")}
     assert {str(graph.value(part, VOCAB.state)) for part in parts} == {"supported", "refuted"}
     (review,) = graph.subjects(PROV.used, verdict)
-    reviewed = URIRef(f"{review}/verdict")
+    assert review == URIRef(f"{claim}#review-{verified_claim.reviews.get().pk}")
+    reviewed = URIRef(f"{review}-verdict")
     assert (reviewed, PROV.wasRevisionOf, verdict) in graph and str(graph.value(reviewed, VOCAB.verdict)) == "supported"
+
+
+def test_every_prov_iri_of_a_claim_under_the_api_root_resolves(verified_claim, make_user):
+    client = APIClient()
+    client.force_login(make_user("viewer"))
+    graph = assert_prov_iris_resolve(client, f"?claims={verified_claim.pk}")
+    claim = f"{API_BASE}claims/{verified_claim.pk}/"
+    assert {URIRef(f"{claim}#{name}") for name in ("subgraph", "decomposition", "verification", "verdict", "part-1")} <= set(
+        graph.all_nodes())
 
 
 def test_the_report_has_a_section_per_claim_before_its_runs(verified_claim):

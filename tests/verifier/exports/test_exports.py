@@ -7,8 +7,16 @@ import json
 import pytest
 from rdflib import RDF, Graph, Literal, URIRef
 from rdflib.namespace import PROV
+from rest_framework.test import APIClient
 
-from tests.verifier.exports.verified_runs import EVIDENCE, add_review, make_finished_run, make_task
+from tests.verifier.exports.verified_runs import (
+    API_BASE,
+    EVIDENCE,
+    add_review,
+    assert_prov_iris_resolve,
+    make_finished_run,
+    make_task,
+)
 from tests.verifier.web.structure_rows import ready
 from verifier import exports
 from verifier.exports.prov import VOCAB
@@ -83,33 +91,46 @@ def _prov_graph(verified, fmt):
 def test_prov_export_links_verdict_to_evidence_run_model_and_reviewer(verified, fmt):
     graph = _prov_graph(verified, fmt)
     run_id, review_id = verified["run"].pk, verified["review"].pk
-    run, verdict = URIRef(f"{BASE}runs/{run_id}"), URIRef(f"{BASE}runs/{run_id}/verdict")
-    model, reviewer = URIRef(f"{BASE}agents/models/scripted-model"), URIRef(f"{BASE}users/rene")
-    review = URIRef(f"{BASE}runs/{run_id}/reviews/{review_id}")
+    run = URIRef(f"{BASE}runs/{run_id}/")
+    verdict = URIRef(f"{run}#verdict")  # described by the run's API document
+    model, reviewer = URIRef("urn:kgv:agent:model:scripted-model"), URIRef("urn:kgv:user:rene")  # no endpoint: not URLs
+    review = URIRef(f"{run}#review-{review_id}")
     assert (run, RDF.type, PROV.Activity) in graph and (verdict, RDF.type, PROV.Entity) in graph
     assert (verdict, PROV.wasGeneratedBy, run) in graph
     derived = set(graph.objects(verdict, PROV.wasDerivedFrom))
-    assert derived == {URIRef(f"{BASE}runs/{run_id}/evidence/E1"), URIRef(f"{BASE}runs/{run_id}/evidence/E2")}  # E3 is not cited
+    assert derived == {URIRef(f"{run}#evidence-E1"), URIRef(f"{run}#evidence-E2")}  # E3 is not cited
     assert (run, PROV.wasAssociatedWith, model) in graph and (model, RDF.type, PROV.SoftwareAgent) in graph
     assert (verdict, PROV.wasAttributedTo, model) in graph
     assert (review, PROV.wasAssociatedWith, reviewer) in graph and (reviewer, RDF.type, PROV.Person) in graph
     assert (review, PROV.used, verdict) in graph
-    assert (model, PROV.actedOnBehalfOf, URIRef(f"{BASE}users/carla")) in graph
-    e1 = URIRef(f"{BASE}runs/{run_id}/evidence/E1")
+    assert (model, PROV.actedOnBehalfOf, URIRef("urn:kgv:user:carla")) in graph
+    e1 = URIRef(f"{run}#evidence-E1")
     assert (e1, PROV.hadPrimarySource, URIRef(EVIDENCE[0][3])) in graph
     assert (e1, VOCAB.contentHash, Literal(verified["run"].support_items.get(key="E1").content_hash)) in graph
-    reviewed = URIRef(f"{BASE}runs/{run_id}/reviews/{review_id}/verdict")
+    reviewed = URIRef(f"{run}#review-{review_id}-verdict")
     assert (reviewed, PROV.wasGeneratedBy, review) in graph and (reviewed, PROV.wasDerivedFrom, verdict) in graph
-    assert (URIRef(f"{BASE}memory/{verified['memory'].pk}"), None, None) in graph
-    assert (run, PROV.used, URIRef(f"{BASE}memory/{verified['memory'].pk}")) in graph
+    memory = URIRef(f"{BASE}memory/{verified['memory'].pk}/")
+    assert (memory, RDF.type, PROV.Entity) in graph and (run, PROV.used, memory) in graph
+    assert (run, PROV.used, URIRef(f"{BASE}tasks/{verified['task'].pk}/")) in graph
+    assert (URIRef(f"{BASE}tasks/{verified['task'].pk}/"), VOCAB.head, URIRef("urn:kgv:kg:world:term:Q42")) in graph
+
+
+def test_prov_iris_of_resources_without_an_endpoint_are_the_same_in_every_export(verified):
+    other = make_finished_run(make_task(verified["kg"], "Q42", "P19", "Q350"))
+    first, second = _prov_graph(verified, "ttl"), Graph().parse(
+        data=exports.render(select(run_ids=[other.pk]), "ttl", base="http://elsewhere.test/api/").content, format="turtle")
+    names = {str(node) for graph in (first, second) for node in graph.all_nodes() if str(node).startswith("urn:kgv:")}
+    assert {"urn:kgv:agent:model:scripted-model", "urn:kgv:kg:world:term:Q42"} <= names
+    shared = {str(n) for n in first.all_nodes()} & {str(n) for n in second.all_nodes()}
+    assert {"urn:kgv:agent:model:scripted-model", "urn:kgv:kg:world:term:Q42"} <= shared  # whatever the API base
 
 
 def test_an_override_is_a_revision_of_the_agent_verdict(verified):
     override = add_review(verified["run"], verified["reviewer"], decision="override", verdict="incorrect", reason="Wrong country.")
     graph = _prov_graph(verified, "ttl")
-    run_id = verified["run"].pk
-    reviewed = URIRef(f"{BASE}runs/{run_id}/reviews/{override.pk}/verdict")
-    assert (reviewed, PROV.wasRevisionOf, URIRef(f"{BASE}runs/{run_id}/verdict")) in graph
+    run = f"{BASE}runs/{verified['run'].pk}/"
+    reviewed = URIRef(f"{run}#review-{override.pk}-verdict")
+    assert (reviewed, PROV.wasRevisionOf, URIRef(f"{run}#verdict")) in graph
     assert (reviewed, VOCAB.verdict, Literal("incorrect")) in graph
 
 
@@ -142,6 +163,21 @@ def test_reports_refuse_more_runs_than_a_person_reads_but_data_formats_do_not(ve
         with pytest.raises(SelectionError, match="at most 100 runs"):
             exports.render(many, fmt)
     assert len(json.loads(exports.render(many, "json").content)["runs"]) == exports.MAX_REPORT_RUNS + 1
+
+
+def test_every_prov_iri_under_the_api_root_resolves_to_the_document_that_describes_it(assessed, make_user):
+    run = assessed["run"]
+    override = add_review(run, assessed["reviewer"], decision="override", verdict="incorrect", reason="Wrong country.")
+    add_review(run, assessed["reviewer"], decision="comment", reason="Asked the editor.")
+    other = make_finished_run(make_task(assessed["kg"], "Q42", "P19", "Q350"))
+    client = APIClient()
+    client.force_login(make_user("viewer"))
+    graph = assert_prov_iris_resolve(client, f"?runs={run.pk},{other.pk}")
+    documents = {str(node).partition("#")[0] for node in graph.all_nodes() if str(node).startswith(API_BASE)}
+    assert documents == {f"{API_BASE}runs/{run.pk}/", f"{API_BASE}runs/{other.pk}/", f"{API_BASE}tasks/{run.task_id}/",
+                         f"{API_BASE}tasks/{other.task_id}/", f"{API_BASE}memory/{assessed['memory'].pk}/"}
+    assert (URIRef(f"{API_BASE}runs/{run.pk}/#review-{override.pk}-verdict"), PROV.wasRevisionOf, None) in graph
+    assert (None, RDF.type, VOCAB.StructuralModel) in graph  # named, though no endpoint serves it
 
 
 # ---- confidence, dispute and the structural evidence ---------------------------------------------------
@@ -185,19 +221,19 @@ def test_csv_export_has_columns_for_confidence_dispute_and_probabilities(assesse
 def test_prov_export_states_the_confidence_the_dispute_and_the_model_that_scored_the_triple(assessed, fmt):
     graph = _prov_graph(assessed, fmt)
     run_id = assessed["run"].pk
-    verdict, run = URIRef(f"{BASE}runs/{run_id}/verdict"), URIRef(f"{BASE}runs/{run_id}")
+    verdict, run = URIRef(f"{BASE}runs/{run_id}/#verdict"), URIRef(f"{BASE}runs/{run_id}/")
     assert graph.value(verdict, VOCAB.confidence).toPython() == pytest.approx(0.64)
     assert graph.value(verdict, VOCAB.pTrue).toPython() == pytest.approx(0.12)
     assert graph.value(verdict, VOCAB.structuralProbability).toPython() == pytest.approx(0.05)
     assert graph.value(verdict, VOCAB.disputed).toPython() is True
     assert str(graph.value(verdict, VOCAB.disputedReason)) == ASSESSMENT["disputed_reason"]
-    model = URIRef(f"{BASE}structural-models/{assessed['model'].pk}")
+    model = URIRef(f"urn:kgv:structural-model:{assessed['model'].pk}")  # no endpoint serves a structural model
     assert (run, PROV.used, model) in graph and (model, RDF.type, VOCAB.StructuralModel) in graph
 
 
 def test_prov_export_of_an_undisputed_run_says_so(verified):
     graph = _prov_graph(verified, "ttl")
-    assert graph.value(URIRef(f"{BASE}runs/{verified['run'].pk}/verdict"), VOCAB.disputed).toPython() is False
+    assert graph.value(URIRef(f"{BASE}runs/{verified['run'].pk}/#verdict"), VOCAB.disputed).toPython() is False
     assert not list(graph.subjects(RDF.type, VOCAB.StructuralModel))
 
 

@@ -7,9 +7,13 @@ import hashlib
 from functools import cache
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
+from rdflib import Graph, URIRef
+from rdflib.namespace import DCTERMS, PROV, RDF, RDFS, XSD
 
 from tests.world import ENTITIES, RELATIONS, TRIPLES
+from verifier.exports.prov import VOCAB
 from verifier.kg.loader import load_source
 from verifier.kg.sources import KGSource
 from verifier.memory import encoder
@@ -103,3 +107,46 @@ def verified(light_kg, make_user):
 def use_fast_password_hashing(settings) -> None:
     """Users are made per test here; the production hasher's deliberate slowness only costs test time."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+API_BASE = "http://testserver/api/"  # what the Django test client's requests build as the API root
+VOCABULARIES = tuple(str(namespace) for namespace in (RDF, RDFS, XSD, PROV, DCTERMS, VOCAB))
+
+
+def _describes(document: dict, fragment: str) -> bool:
+    """Whether an API document describes the thing its hash IRI ``#fragment`` names (prov.py's module docstring)."""
+    kind, _, rest = fragment.partition("-")
+    if kind == "evidence":
+        return rest in {item["key"] for item in document["support_items"]}
+    if kind == "review":
+        return int(rest.removesuffix("-verdict")) in {review["id"] for review in document["reviews"]}
+    if kind == "part":
+        seqs = [part["part"] for part in document["parts"]]
+        if rest.startswith("unresolved-"):
+            return seqs[int(rest.removeprefix("unresolved-")) - 1] is None
+        return int(rest) in seqs
+    if kind == "subgraph":
+        return bool(document["written"])
+    return kind in ("verdict", "decomposition", "verification") and bool(document["verdict"])
+
+
+def assert_prov_iris_resolve(client, query: str) -> Graph:
+    """Export ``query`` (``?runs=1,2``) as PROV-O over the API, then GET every IRI under the API root with the same
+    client: each answers 200, and a hash IRI names something its document describes. Every other IRI is a
+    vocabulary term, an evidence item's primary source or a ``urn:kgv:`` name, never a URL that answers 404."""
+    response = client.get(reverse("api:export", kwargs={"fmt": "ttl"}) + query, HTTP_ACCEPT="text/turtle, */*")
+    assert response.status_code == 200, response.content[:300]
+    graph = Graph().parse(data=response.content.decode(), format="turtle")
+    iris = {str(node) for node in graph.all_nodes() if isinstance(node, URIRef)}
+    documents: dict[str, dict] = {}
+    for iri in sorted(i for i in iris if i.startswith(API_BASE)):
+        url, _, fragment = iri.partition("#")
+        if url not in documents:
+            answer = client.get(url, HTTP_ACCEPT="application/json")
+            assert answer.status_code == 200, f"{iri} answers {answer.status_code}"
+            documents[url] = answer.json()
+        assert not fragment or _describes(documents[url], fragment), f"{url} does not describe #{fragment}"
+    sources = {str(source) for source in graph.objects(None, PROV.hadPrimarySource)}
+    others = {i for i in iris - sources if not i.startswith((API_BASE, "urn:kgv:", *VOCABULARIES))}
+    assert not others, f"IRIs that neither resolve nor say they are names: {sorted(others)}"
+    return graph
