@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.template.loader import render_to_string
 from xhtml2pdf import pisa
+from xhtml2pdf.config.resources import ResourceAccessPolicy
 
 from verifier.exports.records import Selection
 
@@ -49,8 +50,13 @@ def pdf_fonts() -> dict[str, Path]:
 
 
 def to_pdf(selection: Selection) -> bytes:
+    """The report as PDF. The layout reads the font files and nothing else: no network, no file but the fonts'
+    (xhtml2pdf's default confines reads to the working directory, which the fonts need not be under)."""
+    fonts = pdf_fonts()
+    policy = ResourceAccessPolicy(allow_remote=False, base_dir=None,
+                                  extra_roots=tuple(sorted({path.resolve().parent for path in fonts.values()})))
     buffer = io.BytesIO()
-    result = pisa.CreatePDF(to_html(selection, fonts=pdf_fonts()), dest=buffer, encoding="utf-8")
+    result = pisa.CreatePDF(to_html(selection, fonts=fonts), dest=buffer, encoding="utf-8", resource_policy=policy)
     if result.err:
         raise ReportRenderingError(f"the PDF report could not be laid out ({result.err} error(s))")
     return buffer.getvalue()
