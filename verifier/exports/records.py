@@ -65,6 +65,19 @@ class ReviewRecord:
     reason: str
     created_at: datetime
 
+    @property
+    def outcome(self) -> str:
+        """The decision as a reader says it: "accepted", "overridden to incorrect", "not enough evidence"."""
+        if self.decision == Review.Decision.OVERRIDE:
+            return f"overridden to {self.verdict.replace('_', ' ')}"
+        return {Review.Decision.ACCEPT: "accepted", Review.Decision.NOT_ENOUGH_EVIDENCE: "not enough evidence"}.get(
+            self.decision, self.decision)
+
+
+def latest_decision(reviews: list[ReviewRecord]) -> ReviewRecord | None:
+    """The latest reviewer decision of ``reviews`` (newest first; comments excluded), which settles the verdict."""
+    return next((r for r in reviews if r.decision != Review.Decision.COMMENT), None)
+
 
 @dataclass(frozen=True)
 class MemoryUseRecord:
@@ -116,7 +129,7 @@ class RunRecord:
     @property
     def decision(self) -> ReviewRecord | None:
         """The latest reviewer decision (comments excluded), which settles the final verdict."""
-        return next((r for r in self.reviews if r.decision != Review.Decision.COMMENT), None)
+        return latest_decision(self.reviews)
 
     @property
     def final_verdict(self) -> str:
@@ -183,6 +196,11 @@ class ClaimRecord:
     created_at: datetime
     parts: list[ClaimPartRecord] = field(default_factory=list)
     reviews: list[ReviewRecord] = field(default_factory=list)  # decisions on the whole claim (supported / refuted)
+
+    @property
+    def decision(self) -> ReviewRecord | None:
+        """The latest reviewer decision on the claim as a whole."""
+        return latest_decision(self.reviews)
 
     @property
     def task_ids(self) -> list[int]:

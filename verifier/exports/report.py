@@ -33,6 +33,7 @@ def to_html(selection: Selection, *, fonts: dict[str, Path] | None = None) -> st
         "title": report_title(selection),
         "records": selection.records,
         "claims": selection.claims,
+        "sections": len(selection.claims) + len(selection.records),  # more than one: each starts a page
         "skipped_tasks": selection.skipped_tasks,
         "generated_at": selection.taken_at,
         "fonts": fonts,

@@ -100,6 +100,10 @@ def test_the_report_has_a_section_per_claim_before_its_runs(verified_claim):
     html = exports.render(select(claim_ids=[verified_claim.pk]), "html").content.decode()
     assert f"Claim {verified_claim.pk}: Douglas Adams was born in Cambridge" in html
     assert html.index("Holds as claimed") < html.index("Cited evidence")
+    summary = html[html.index("<h2>Summary</h2>"):html.index('id="claim-')]  # the summary opens the report
+    assert f'<a href="#claim-{verified_claim.pk}">Claim {verified_claim.pk}: Douglas Adams was born' in summary
+    assert "refuted" in summary and "overridden to supported by" in summary
+    assert summary.count('<a href="#run-') == 2 and f'<a name="claim-{verified_claim.pk}"></a>' in html
     assert "residence" in html and "from its parts: refuted" in html
 
 

@@ -11,13 +11,14 @@ import html
 import io
 import re
 from collections import Counter
+from itertools import groupby
 
 import pdfplumber
 import pypdfium2
 import pytest
 from django.utils.html import strip_tags
 
-from tests.verifier.exports.verified_runs import content_hash
+from tests.verifier.exports.verified_runs import add_review, content_hash, make_finished_run, make_task
 from verifier import exports
 from verifier.exports.records import select
 from verifier.exports.report import to_html
@@ -120,3 +121,73 @@ def test_report_text_marks_long_tokens_breakable_and_keeps_lines_and_escaping():
     assert rendered.startswith("&lt;b&gt;x&lt;/b&gt; words<br>second line ")
     assert rendered.endswith(f'<span class="long">{PATH[:40]}</span>')
     assert report_text(None) == ""
+
+
+# ---- a report of several runs opens with its summary -----------------------------------------------------------
+
+TRIPLES = [("Q42", "P19", "Q350"), ("Q42", "P69", "Q691283"), ("Q42", "P800", "Q3107329"), ("Q350", "P17", "Q145"),
+           ("Q691283", "P131", "Q350"), ("Q90", "P17", "Q142"), ("Q145", "P47", "Q142")]
+
+
+@pytest.fixture
+def eight_runs(verified):
+    """The verified run (accepted) and seven more: overridden, not reviewed, merely commented, judged without enough
+    evidence, and two reviewers disagreeing."""
+    runs = [verified["run"]]
+    for position, (head, relation, tail) in enumerate(TRIPLES):
+        runs.append(make_finished_run(make_task(verified["kg"], head, relation, tail), confidence=0.5 + position / 20,
+                                      verdict="incorrect" if position % 2 else "correct"))
+    reviewer, second = verified["reviewer"], verified["curator"]
+    add_review(runs[1], reviewer, decision="override", verdict="incorrect", reason="Born in Cambridge, but not that one.")
+    add_review(runs[3], reviewer, decision="comment", reason="Ask the editor.")
+    add_review(runs[4], reviewer, decision="not_enough_evidence", verdict="not_enough_evidence", reason="No source.")
+    add_review(runs[5], reviewer, decision="accept")
+    add_review(runs[5], second, decision="override", verdict="incorrect", reason="The college is elsewhere.")
+    return runs
+
+
+
+def _heading_page(document, record) -> int:
+    """The index of the page whose body opens with the run's heading."""
+    heading = f"({record.head.label}, {record.relation.label}, {record.tail.label})"
+    pages = [i for i, page in enumerate(document.pages)
+             if " ".join(page.crop((0, BODY_TOP - 2, page.width, BODY_TOP + 20)).extract_text().split()) == heading]
+    assert len(pages) == 1, f"{heading} opens {len(pages)} pages"
+    return pages[0]
+
+
+def test_a_report_of_several_runs_opens_with_a_summary_linking_each_run_to_its_own_page(eight_runs):
+    selection = select(run_ids=[run.pk for run in eight_runs])
+    pdf = exports.render(selection, "pdf").content
+    with pdfplumber.open(io.BytesIO(pdf)) as document:
+        first = document.pages[0]
+        title = next(word for word in first.extract_words() if word["top"] > BODY_TOP - 2)
+        assert title["text"] == "KGV" and title["top"] < BODY_TOP + 6  # the report starts at the top of page 1
+        (summary,) = first.extract_tables()
+        rows = [[" ".join(cell.split()) for cell in row] for row in summary]
+        assert rows[0] == ["#", "Triple", "Verdict", "Confidence", "Review (latest decision)"]
+        assert rows[1:] == [
+            [str(n), f"({r.head.label}, {r.relation.label}, {r.tail.label})", r.verdict, f"{r.confidence:.2f}", review]
+            for n, (r, review) in enumerate(zip(selection.records, [
+                "accepted by rene", "overridden to incorrect by rene", "not reviewed", "not reviewed",
+                "not enough evidence by rene", "overridden to incorrect by carla (reviewers disagree)", "not reviewed",
+                "not reviewed"], strict=True), start=1)]
+        assert [r.run_id for r in selection.records] == [run.pk for run in eight_runs]  # in the order asked
+
+        # Each run's detail opens a page of its own after the summary, in order, and its summary line links there.
+        pages = [_heading_page(document, record) for record in selection.records]
+        assert pages == sorted(pages) and pages[0] == 1
+        page_ids = [page.page_obj.pageid for page in document.pages]
+        links = sorted((a for a in first.annots if a["data"].get("Dest")), key=lambda a: a["top"])
+        targets = [page_ids.index(link["data"]["Dest"][0].objid) for link in links]
+        assert [page for page, _ in groupby(targets)] == pages  # a line that wraps is one link per printed line
+
+
+def test_a_report_of_one_run_has_its_summary_line_and_its_detail_on_the_first_page(verified):
+    pdf = exports.render(select(run_ids=[verified["run"].pk]), "pdf").content
+    with pdfplumber.open(io.BytesIO(pdf)) as document:
+        first = document.pages[0]
+        summary = first.extract_tables()[0]
+        assert [" ".join(cell.split()) for cell in summary[1]] == [
+            "1", "(Douglas Adams, country of citizenship, United Kingdom)", "correct", "0.90", "accepted by rene"]
+        assert "Cited evidence" in first.extract_text()  # no page left half blank before the detail
