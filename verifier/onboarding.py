@@ -134,7 +134,7 @@ def summary_lines(onboarding: Onboarding) -> list[str]:
         lines.append(f"Structural model: {quality['networks']} networks, each ranking the facts it never saw with an MRR of "
                      f"{quality['validation_mrr']:.3f} on average.")
     if calibration.get("cross_validated_accuracy") is not None:
-        lines.append(f"Verdicts, measured on {calibration['n']:,} of its own facts and corruptions of them ({calibration['source']}),"
+        lines.append(f"Verdicts, measured on {calibration['n']:,} triples — {calibration['source']} —"
                      f" each scored by a fit that never saw it: {calibration['cross_validated_accuracy']:.1%} right, "
                      f"calibration error {calibration['cross_validated_ece']:.3f}.")
         for kind, figures in (quality.get("against") or {}).items():
