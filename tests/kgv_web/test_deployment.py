@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kgv_web.errors import CredentialFilter
 
 PROJECT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_check_deploy_prints_no_warning_with_debug_off():
     env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "k" * 60 + "-production-like-key-with-enough-entropy-0123456789"}
     done = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=PROJECT, env=env,

@@ -8,6 +8,7 @@ from tests.users import PASSWORD
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_after_five_wrong_passwords_even_the_right_one_is_refused(client, make_user):
     user = make_user("curator")
     url = reverse("login")
@@ -20,6 +21,7 @@ def test_after_five_wrong_passwords_even_the_right_one_is_refused(client, make_u
     assert "_auth_user_id" not in client.session
 
 
+@pytest.mark.slow
 def test_a_right_password_before_the_limit_signs_in_and_resets_the_count(client, make_user):
     user = make_user("curator")
     url = reverse("login")

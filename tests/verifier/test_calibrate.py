@@ -267,6 +267,7 @@ def test_evidence_runs_pool_with_agent_runs_and_leave_the_model_features_to_the_
     assert fitted.cross_validated["answer_accuracy"] == 0.5  # the agent answered Correct to every triple
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_kg_with_no_labelled_runs_gets_its_own_weighing_from_its_calibration_triples(celery_worker_process, capsys,
                                                                                       weighed_by_every_kg):

@@ -41,6 +41,7 @@ def _checks(response):
     return {c["name"]: c for c in response.json()["checks"]}
 
 
+@pytest.mark.slow
 def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_process):
     response = _staff().get("/health/")
     checks = _checks(response)
@@ -53,6 +54,7 @@ def test_health_reports_database_pgvector_redis_and_a_live_worker(celery_worker_
     assert checks["run queue"]["ok"] and checks["run queue"]["detail"] == "0 run(s) queued, 0 running"
 
 
+@pytest.mark.slow
 def test_a_dead_model_endpoint_makes_the_service_unhealthy_and_says_where(celery_worker_process, monkeypatch):
     from tests.http_fixtures import refused_url
 
@@ -82,6 +84,7 @@ def fresh_status():
     cache.delete(health.STATUS_CACHE_KEY)
 
 
+@pytest.mark.slow
 def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_and_nobody_else(fresh_status, monkeypatch):
     world = make_world()
     statuses = (Run.Status.QUEUED, Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.SUCCEEDED)
@@ -106,6 +109,7 @@ def test_the_header_status_tells_a_signed_in_user_the_model_and_the_queue_depth_
     assert '"ok": false' in body and "127.0.0.1" not in body and "Error" not in body
 
 
+@pytest.mark.slow
 def test_a_model_that_takes_the_connection_but_answers_late_is_busy_not_down(fresh_status, monkeypatch):
     """The embedded model computing on every core answers no other request until it is done: it is busy (healthy,
     amber in the header), not down; a model that refuses the connection is down."""
@@ -143,6 +147,7 @@ def test_the_waiting_reason_says_what_holds_queued_runs(fresh_status):
         "1 wait for their KG's first structural model to finish training")
 
 
+@pytest.mark.slow
 def test_health_page_renders_for_browsers(celery_worker_process):
     response = _staff().get("/health/", HTTP_ACCEPT="text/html")
     assert response.status_code == 200
@@ -160,6 +165,7 @@ def _structural(response) -> dict:
     return _checks(response)["structural models"]
 
 
+@pytest.mark.slow
 def test_a_kg_without_a_structural_model_is_healthy_and_tells_the_administrator_how_to_train_one(celery_worker_process):
     local_kg("codex-s")
     KnowledgeGraph.objects.create(name="wikidata", kind=KnowledgeGraph.Kind.SPARQL, version=3)  # remote: no model to have
@@ -170,6 +176,7 @@ def test_a_kg_without_a_structural_model_is_healthy_and_tells_the_administrator_
     assert check["ok"] and check["detail"] == "codex-s: not trained yet (to train it: manage.py train_kge codex-s)"
 
 
+@pytest.mark.slow
 def test_a_model_in_training_shows_its_progress_and_stays_healthy(celery_worker_process):
     training(local_kg("codex-s"))
     response = _staff().get("/health/")
@@ -178,6 +185,7 @@ def test_a_model_in_training_shows_its_progress_and_stays_healthy(celery_worker_
     assert check["ok"] and check["detail"] == "codex-s: training (45%) — training: epoch 40/300, held-out MRR 0.351"
 
 
+@pytest.mark.slow
 def test_a_ready_model_names_its_kind_and_validation_mrr(celery_worker_process):
     kg = local_kg("codex-s", version=2)
     ready(kg, mrr=0.2, version=1)  # of the previous version: no longer counts
@@ -192,6 +200,7 @@ def test_a_ready_model_names_its_kind_and_validation_mrr(celery_worker_process):
     assert check["detail"] == "codex-s: ready (ranks unseen facts well: 0.38) — ComplEx, validation MRR 0.383"
 
 
+@pytest.mark.slow
 def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery_worker_process):
     failed(local_kg("codex-s"))
     response = _staff().get("/health/")
@@ -201,6 +210,7 @@ def test_a_failed_model_with_nothing_ready_degrades_health_with_the_error(celery
                                "(to train it: manage.py train_kge codex-s)")
 
 
+@pytest.mark.slow
 def test_a_stalled_job_degrades_health_unless_a_ready_model_still_serves(celery_worker_process):
     kg = local_kg("codex-s")
     training(kg, beat_ago=timedelta(minutes=12))
@@ -235,6 +245,7 @@ def test_the_structural_check_reads_every_kg_in_two_queries(django_assert_max_nu
                                                               ("mini", "training", 45)]
 
 
+@pytest.mark.slow
 def test_health_page_lists_the_structural_models(celery_worker_process):
     training(local_kg("codex-s"))
     page = _staff().get("/health/", HTTP_ACCEPT="text/html").content.decode()

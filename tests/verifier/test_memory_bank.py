@@ -14,6 +14,7 @@ from verifier.models import AuditEvent, KnowledgeGraph, MemoryEntry
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_the_seed_bank_loads_and_guides_similar_claims():
     imported = bank.import_bank(bank.SEED_BANK)
     added = imported.added

@@ -24,6 +24,7 @@ def migrate_to(transactional_db):
     executor.migrate(executor.loader.graph.leaf_nodes())
 
 
+@pytest.mark.slow
 def test_memory_entries_take_the_name_of_their_linked_kg(migrate_to):
     old = migrate_to(BEFORE_KG_NAME)
     kg = old.get_model("verifier", "KnowledgeGraph").objects.create(name="codex-s")

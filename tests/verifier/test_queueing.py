@@ -39,6 +39,7 @@ def test_a_task_is_sent_after_the_commit_and_an_unknown_name_is_refused(db, djan
         queueing.enqueue("verifier.no_such_task", 1)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_completes_while_a_training_runs_on_its_own_worker(app_env, shipped_weighing):
     """Two workers as ``make demo`` starts them, one for training and one for verification (each on a queue of its own

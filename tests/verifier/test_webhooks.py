@@ -201,6 +201,7 @@ def test_only_admins_see_or_register_webhooks(make_user, role):
 
 # ---- end to end --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_finished_by_the_worker_reaches_the_receiver_without_polling(world_kg, celery_worker_process, receiver):
     from verifier.models import Entity, Relation, VerificationTask

@@ -20,6 +20,7 @@ ANSWER = "Thought: He was born in Cambridge [E1].\nFinal Answer: [Correct] Becau
 
 
 
+@pytest.mark.slow
 def test_a_killed_pool_process_leaves_a_failed_run_with_its_steps_then_a_new_run_succeeds(world_kg):
     kg = world_kg
     task = VerificationTask.objects.create(kg=kg, head=kg.entities.get(external_id="Q42"),

@@ -51,6 +51,7 @@ def test_a_refit_or_a_stand_down_that_cannot_be_says_why(world_kg, client_as):
     assert ConfidenceModel.objects.count() == 1 and every_kg.active
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_kgs_own_weighing_is_verified_by_the_worker_fitted_put_in_force_and_stood_down(weighed_by_every_kg, client_as,
                                                                                          celery_worker_process):

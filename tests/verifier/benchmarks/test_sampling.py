@@ -106,6 +106,7 @@ def fb15k_slice(tmp_path, data_dir, db):
     return kg, path
 
 
+@pytest.mark.slow
 def test_fb15k_negatives_are_never_kg_triples_and_keep_the_relation_signature(fb15k_slice):
     kg, positives = fb15k_slice
     benchmark = build_benchmark(str(positives), n=80, seed=11, kg_name=kg.name)

@@ -24,6 +24,7 @@ def api(make_user):
     return signed_in
 
 
+@pytest.mark.slow
 def test_a_submitted_claim_is_queued_then_decomposed_and_its_parts_run(world_kg, api, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as queued:
         response = api("curator").post(reverse("api:claim-list"), {"kg": world_kg.pk, "text": " Douglas Adams  was born in Cambridge. "},

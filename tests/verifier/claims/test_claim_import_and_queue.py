@@ -82,6 +82,7 @@ def written_claim(world_kg):
         return decompose_claim(claim, llm)
 
 
+@pytest.mark.slow
 def test_the_queue_shows_and_filters_a_claims_parts(written_claim, client, make_user):
     client.force_login(make_user("viewer"))
     page = client.get(reverse("queue")).content.decode()

@@ -82,6 +82,7 @@ def test_an_unresolvable_unknown_refutes_an_asserted_part(world_kg):
     assert result.verdict == "refuted" and "no entity of the KG fits" in result.justification
 
 
+@pytest.mark.slow
 def test_the_claim_verdict_follows_its_parts_runs_and_their_review(world_kg, make_user):
     claim = submit_claim(kg=world_kg, text="Douglas Adams was born in Cambridge and is a citizen of France.")
     with ScriptedOpenAIServer(["Douglas Adams || place of birth || Cambridge\n"
@@ -105,6 +106,7 @@ def test_the_claim_verdict_follows_its_parts_runs_and_their_review(world_kg, mak
     assert outcome(claim).verdict == "supported"
 
 
+@pytest.mark.slow
 def test_a_decision_on_the_whole_claim_stands_over_its_parts(world_kg, make_user):
     reviewer = make_user("reviewer")
     claim = submit_claim(kg=world_kg, text="Douglas Adams was born in Cambridge.")

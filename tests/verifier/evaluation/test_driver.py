@@ -58,6 +58,7 @@ def evaluate_in_process(evaluation, server, *, concurrency):
             execute_run(run.pk, llm=llm)
 
 
+@pytest.mark.slow
 def test_an_evaluation_from_file_to_figures_reports_and_pages(dataset, world_kg, client, make_user, tmp_path):
     scripted.paris = 0
     spec = EvaluationSpec(benchmark=str(dataset), kg_name=world_kg.name, n=4, mode="zero-shot", repeats=2, concurrency=3,
@@ -162,6 +163,7 @@ def test_a_triple_another_evaluation_is_verifying_waits_for_that_run(dataset, wo
     assert step(second, Counter(), concurrency=4).in_flight == 4
 
 
+@pytest.mark.slow
 def test_an_evaluation_whose_driver_went_silent_is_marked_interrupted_with_how_to_resume(world_kg, make_user):
     from datetime import timedelta
 

@@ -30,6 +30,7 @@ def _evaluation(name: str, *, with_confidence: bool = True) -> Evaluation:
                                      status=Evaluation.Status.FINISHED, metrics=figures)
 
 
+@pytest.mark.slow
 def test_the_reliability_diagram_is_written_with_the_other_charts(tmp_path):
     calibrated, plain = _evaluation("calibrated"), _evaluation("no-confidence", with_confidence=False)
     written = {path.name for path in reports.write_reports([calibrated, plain], tmp_path, title="Reports")}
@@ -89,6 +90,7 @@ def test_selective_verdicts_share_the_whole_evaluation_as_their_denominator():
     assert rows[0.9]["coverage"] == pytest.approx(3 / 11)  # a failed run without a confidence is not covered
 
 
+@pytest.mark.slow
 def test_the_report_and_the_page_show_the_selective_verdicts(tmp_path, make_user):
     evaluation = _evaluation("calibrated")
     reports.write_reports([evaluation], tmp_path, title="Reports")

@@ -51,6 +51,7 @@ def _evaluate(path, kg, name: str, env: dict) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
+@pytest.mark.slow
 def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, tmp_path, private_broker):
     path = tmp_path / "resume.tsv"
     path.write_text(DATASET)
@@ -117,6 +118,7 @@ def test_a_killed_evaluation_and_its_worker_resume_where_they_stopped(world_kg, 
     assert chat_requests == 5  # four first verifications and one fresh run: nothing else was asked again
 
 
+@pytest.mark.slow
 def test_a_stopped_evaluation_leaves_no_run_running(world_kg, tmp_path, private_broker):
     """SIGTERM (what `kill` and a job control's stop send; a background job ignores Ctrl-C) stops the
     evaluation like Ctrl-C: its worker is stopped, and the run that worker held is cancelled with a note
@@ -152,6 +154,7 @@ def test_a_stopped_evaluation_leaves_no_run_running(world_kg, tmp_path, private_
     assert subprocess.run(["pgrep", "-f", worker], capture_output=True).returncode == 1  # the worker is gone too
 
 
+@pytest.mark.slow
 def test_runs_that_ask_a_model_refuse_a_worker_started_without_one():
     """A model-free evaluation's worker has no LLM endpoint: an evaluation whose runs ask a model must not
     queue them behind it (each would fail), and says which worker is in the way."""

@@ -24,6 +24,7 @@ def quick_model(scripted_model):
     investigator.delay = delay
 
 
+@pytest.mark.slow
 def test_the_suite_fills_the_table_row_by_row_with_the_seed_memory_bank(world_kg, tmp_path, celery_worker_process,
                                                                           quick_model, capsys, monkeypatch):
     # the shipped bank's CoDEx-S cases, as a bank for the world KG (whose ids are Wikidata's): a run is guided by

@@ -159,6 +159,7 @@ def test_the_run_page_says_whether_the_kg_states_the_triple(decided, make_user):
     assert note(decided["removed"]) is None  # a remote KG is not looked up
 
 
+@pytest.mark.slow
 def test_an_export_takes_as_many_tasks_as_a_bulk_action(verified, make_user):
     """The queue exports every task of a view, up to a bulk action's 1,000: an export takes that many."""
     from verifier.models import Run

@@ -77,6 +77,7 @@ def _repeated_headers(body_html: str) -> list[Counter]:
     return [Counter(c for c in html.unescape(strip_tags(row)) if not c.isspace()) for row in rows]
 
 
+@pytest.mark.slow
 def test_the_pdf_report_keeps_every_character_inside_the_page_and_numbers_its_pages(long_run):
     selection = select(run_ids=[long_run.pk])
     pdf = exports.render(selection, "pdf").content
@@ -156,6 +157,7 @@ def _heading_page(document, record) -> int:
     return pages[0]
 
 
+@pytest.mark.slow
 def test_a_report_of_several_runs_opens_with_a_summary_linking_each_run_to_its_own_page(eight_runs):
     selection = select(run_ids=[run.pk for run in eight_runs])
     pdf = exports.render(selection, "pdf").content

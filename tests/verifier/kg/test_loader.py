@@ -113,6 +113,7 @@ def test_replace_drops_triples_missing_from_the_new_file(tmp_path):
     assert Triple.objects.filter(kg__name="rep").count() == 1
 
 
+@pytest.mark.slow
 def test_codex_subset_loads_passages_embeddings_types_and_derived_schema(codex_subset):
     report = load_source(detect_source(codex_subset, name="codex-mini"))
     kg = report.kg

@@ -20,6 +20,7 @@ def test_codex_folder_is_read_with_names_terms_types_and_passages(codex_subset):
     assert lengths[0] > 0 and lengths[len(lengths) // 2] > 500, "Wikipedia extracts, not names"
 
 
+@pytest.mark.slow
 def test_fb15k_folder_is_recognised(data_dir):
     source = detect_source(data_dir / "fb15k-237")
     assert source.name == "fb15k-237"

@@ -36,6 +36,7 @@ def _ranks(audit, kg) -> dict:
     return {t: ranked.get(_rows(kg, t)) for t in PLANTED}
 
 
+@pytest.mark.slow
 def test_planted_errors_rank_first_with_reasons_true_of_the_kg(noisy):
     kg = noisy
     train(kg, config=TINY, folds=2)

@@ -27,6 +27,7 @@ async def _follow(run, user, after):
     return communicator, status
 
 
+@pytest.mark.slow
 async def test_a_burst_of_steps_arrives_complete_and_in_order():
     run, user = await sync_to_async(_make_run)()
     communicator, _ = await _follow(run, user, after=3)
@@ -50,6 +51,7 @@ async def test_cancelling_a_run_tells_its_followers():
     await communicator.disconnect()
 
 
+@pytest.mark.slow
 async def test_a_step_rolled_back_is_never_broadcast():
     run, user = await sync_to_async(_make_run)()
     communicator, _ = await _follow(run, user, after=3)

@@ -65,6 +65,7 @@ async def test_anonymous_clients_are_refused():
     assert not connected and code == 4401
 
 
+@pytest.mark.slow
 async def test_backlog_after_last_seen_then_live_steps_without_duplicates():
     run, user = await sync_to_async(_make_run)()
     cookie = await sync_to_async(_session_cookie)(user)

@@ -57,6 +57,7 @@ def test_only_the_first_model_in_training_is_waited_for(towns):
     assert training_to_await(kg) is None
 
 
+@pytest.mark.slow
 def test_a_run_waiting_for_the_first_model_stays_queued_until_the_training_ends(towns, django_capture_on_commit_callbacks,
                                                                                client, make_user, shipped_weighing):
     kg, triples = towns
@@ -126,6 +127,7 @@ def test_a_command_waits_for_the_training_in_flight_then_takes_its_model(towns):
                      "  42% training: network 1 of 5, epoch 7/300"]
 
 
+@pytest.mark.slow
 def test_the_queue_row_of_a_waiting_run_says_what_it_waits_for(towns, client, make_user, shipped_weighing):
     kg, triples = towns
     request_training(kg, reason="KG loaded")
@@ -137,6 +139,7 @@ def test_the_queue_row_of_a_waiting_run_says_what_it_waits_for(towns, client, ma
     assert f'href="/runs/{run.pk}/">waiting for the structural model…</a>' in page
 
 
+@pytest.mark.slow
 def test_verify_scores_a_kg_fact_at_once_with_the_network_that_never_learnt_it(db):
     kg, triples = generated_kg()
     first = train(kg, config=TINY, folds=2)

@@ -108,6 +108,7 @@ def _interacting(rng, n):
     return x, (x[:, 1] > 0) | (x[:, 0] > 1.5)
 
 
+@pytest.mark.slow
 def test_boosted_trees_are_kept_where_features_interact_and_survive_serialisation():
     rng = np.random.default_rng(2)
     x, labels = _interacting(rng, 1200)
@@ -133,6 +134,7 @@ def test_a_few_linear_triples_keep_the_platt_scaling():
     assert isinstance(calibration.full, RelationCalibrator)
 
 
+@pytest.mark.slow
 def test_the_compiled_trees_give_scikit_learns_probabilities():
     """The tools score with the trees compiled by Treelite: the same probabilities as scikit-learn's own
     predict_proba, for known relations, a relation the fit never saw and a missing feature value."""

@@ -37,6 +37,7 @@ def _steps_within_and_after() -> tuple[list[int], list[int]]:
     return within, after
 
 
+@pytest.mark.slow
 def test_a_large_block_freed_while_training_is_reused_without_new_pages():
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as fresh:
         within, after = fresh.submit(_steps_within_and_after).result(timeout=120)

@@ -117,6 +117,7 @@ def test_the_references_command_refuses_what_cannot_be_a_reference(kgs):
         call_command("references", "wiki", "--add", "atlas")
 
 
+@pytest.mark.slow
 def test_a_reference_added_is_weighed_from_the_next_calibration_and_shown_by_kg_plausibility(kgs, capsys):
     wiki, free = kgs
     model = train(wiki, config=TINY, folds=2)
@@ -144,6 +145,7 @@ def test_a_reference_added_is_weighed_from_the_next_calibration_and_shown_by_kg_
     assert f"The reference KG free does not state it: it gives Person Q101 nationality: Free {_citizenship(person)} instead" in text
 
 
+@pytest.mark.slow
 def test_loading_codex_s_loads_its_reference_kg_beside_it(codex_subset, tmp_path, settings, db):
     data = tmp_path / "data"
     data.mkdir()

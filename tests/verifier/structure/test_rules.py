@@ -214,6 +214,7 @@ def amie_rules(path: Path) -> list[dict]:
     return rules
 
 
+@pytest.mark.slow
 def test_the_miner_reproduces_codex_s_amie_rules(data_dir):
     kg = load_codex(data_dir, "codex-s-amie", valid=True, extra=TEST_SPLIT_TRIPLES)
     mine_rules(kg)

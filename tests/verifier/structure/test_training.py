@@ -72,6 +72,7 @@ def _ids(kg, head, relation, tail):
     return (kg.entities.get(external_id=head).pk, kg.relations.get(external_id=relation).pk, kg.entities.get(external_id=tail).pk)
 
 
+@pytest.mark.slow
 def test_each_network_learns_every_triple_outside_its_fold_then_the_model_calibrates(towns):
     kg, triples = towns
     flagged = next(t for t in triples if t[1] == "citizen_of")
@@ -108,6 +109,7 @@ def test_each_network_learns_every_triple_outside_its_fold_then_the_model_calibr
     assert not StructuralModel.objects.filter(kg=kg).in_flight().exists()
 
 
+@pytest.mark.slow
 def test_one_vs_all_training_trains_the_inverse_relations_that_predict_heads(towns):
     """1vsAll scores each triple's tail and, through its inverse relation, its head: both sides of the held-out
     triples must rank well, the heads only if the inverse relations learnt."""
@@ -120,6 +122,7 @@ def test_one_vs_all_training_trains_the_inverse_relations_that_predict_heads(tow
     assert trained.history and trained.epochs <= 80
 
 
+@pytest.mark.slow
 def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(towns, monkeypatch):
     """Training's products in bfloat16 (autocast) may speed it up; validation scores in float32, the network it
     leaves — what the tools score with and what is stored — stays float32, and it learns the generated KG's
@@ -152,6 +155,7 @@ def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(town
         KGEConfig(precision="float16")
 
 
+@pytest.mark.slow
 def test_the_linear_schedule_lowers_the_learning_rate_at_every_step_to_near_zero_at_the_end(towns, monkeypatch):
     kg, _ = towns
     data = training_data(kg, folds=5)
@@ -176,6 +180,7 @@ def test_the_linear_schedule_lowers_the_learning_rate_at_every_step_to_near_zero
         KGEConfig(lr_schedule="cosine")
 
 
+@pytest.mark.slow
 def test_a_triple_the_calibration_was_fitted_on_is_scored_by_the_fit_that_left_it_out(towns):
     kg, _ = towns
     model = train_towns(kg)
@@ -196,6 +201,7 @@ def test_a_triple_the_calibration_was_fitted_on_is_scored_by_the_fit_that_left_i
     assert fitted_triples(kg) == {(row.head_id, row.relation_id, row.tail_id)}
 
 
+@pytest.mark.slow
 def test_a_kg_with_validation_positives_only_calibrates_on_them_and_their_corruptions(towns, tmp_path, settings, monkeypatch):
     """Like FB15k-237: the dataset ships validation triples the KG lacks, and no negatives."""
     kg, triples = towns
@@ -244,6 +250,7 @@ def test_corruptions_up_to_a_limit_go_on_past_a_positive_that_has_no_replacement
     assert corruptions(kg, positives[:1], also_true=no_replacement) == []  # the first alone has none
 
 
+@pytest.mark.slow
 def test_verified_negatives_are_joined_by_corruptions_of_a_quarter_of_the_positives(towns, tmp_path, settings, monkeypatch):
     """Like CoDEx-S: the dataset ships verified negatives; corruptions of a quarter of its positives join them,
     so the calibration also meets false triples the network finds implausible."""
@@ -290,6 +297,7 @@ def test_an_interrupted_training_is_marked_failed_not_left_training(towns, monke
     assert StructuralModel.objects.ready_for(kg) is None
 
 
+@pytest.mark.slow
 def test_a_recalibrated_model_is_scored_with_its_new_calibration(towns):
     kg, _ = towns
     model = train_towns(kg)
@@ -302,6 +310,7 @@ def test_a_recalibrated_model_is_scored_with_its_new_calibration(towns):
     assert after is not before and after.calibration_stamp == ready.calibration_stamp != before.calibration_stamp
 
 
+@pytest.mark.slow
 def test_a_kg_fact_is_scored_by_the_network_that_never_learnt_it(towns):
     kg, triples = towns
     model = train_towns(kg)
@@ -322,6 +331,7 @@ def test_a_kg_fact_is_scored_by_the_network_that_never_learnt_it(towns):
     assert StructuralEvidence(kg).plausibility(*lacking).fold == fold_of_one(*_ids(kg, *lacking), 2)
 
 
+@pytest.mark.slow
 def test_plausibility_ranks_the_true_country_among_countries_only(towns):
     kg, triples = towns
     train_towns(kg)
@@ -342,6 +352,7 @@ def test_plausibility_ranks_the_true_country_among_countries_only(towns):
     assert f"The text about {head.label} does not name {tail.label}" in shown
 
 
+@pytest.mark.slow
 def test_the_embedding_classifier_alone_is_calibrated_beside_the_plausibility_and_decides_its_own_baseline(towns):
     """What the text and the rules add is measured against the network's scores alone, calibrated on the same
     labelled triples and folds: the `embedding` mode decides from that probability, the `kge` mode from the
@@ -377,6 +388,7 @@ def test_without_a_model_the_tool_says_why(towns):
     assert "still training (40%: training: epoch 40/120)" in message
 
 
+@pytest.mark.slow
 def test_an_unknown_the_kg_cannot_tie_is_resolved_with_the_models_predictions(towns):
     # "P3 was born in a town that lies in <P3's country>": the KG lost where P3 was born, so every town of that
     # country ties alike through "located in"; the structural model's link prediction breaks the tie.
@@ -429,6 +441,7 @@ def test_the_budget_counts_the_computing_a_network_got_not_the_time_it_waited_fo
     assert 0.3 <= clock() <= time.monotonic() - clock.wall
 
 
+@pytest.mark.slow
 def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_train_longer(towns, caplog):
     """A budget too short for the KG leaves a model weaker than the KG allows. The command and the KG's status line
     say so (a queued training's worker logs the same line)."""
@@ -456,6 +469,7 @@ def test_a_training_the_budget_ends_while_it_still_improves_says_so_and_how_to_t
     assert f"structural model #{queued.pk} of towns" in logged[0]
 
 
+@pytest.mark.slow
 def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced(towns):
     from django.core.management import CommandError, call_command
 
@@ -491,6 +505,7 @@ def test_a_retraining_that_did_worse_can_be_rolled_back_to_the_model_it_replaced
         call_command("train_kge", "towns", "--restore", str(third.pk))
 
 
+@pytest.mark.slow
 def test_a_changed_kg_keeps_its_previous_model_scoring_until_the_new_one_is_ready(towns):
     kg, _ = towns
     first = train_towns(kg, replace(TINY, max_epochs=20, eval_every=20))
@@ -505,6 +520,7 @@ def test_a_changed_kg_keeps_its_previous_model_scoring_until_the_new_one_is_read
     assert StructuralModel.objects.get(pk=first.pk).status == StructuralModel.Status.SUPERSEDED
 
 
+@pytest.mark.slow
 def test_n3_penalises_the_cubed_moduli_of_what_each_batch_uses_and_shrinks_the_network_as_both_loops_learn(towns):
     kg, _ = towns
     data = training_data(kg, folds=5)

@@ -58,6 +58,7 @@ def test_a_dead_endpoint_becomes_an_observation_not_an_exception(endpoint, toolb
     assert "refused the connection" in result.text
 
 
+@pytest.mark.slow
 def test_a_slow_endpoint_times_out_into_an_observation(endpoint, toolbox):
     endpoint.fail("slow", delay=3.0)
     result = toolbox.call("KG_Path", ["Q937", "Q183"])

@@ -153,6 +153,7 @@ def test_putting_a_candidate_in_force_reweighs_the_kgs_runs_and_standing_it_down
         "confidence.fit", "confidence.activate", "confidence.stand_down"]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_an_admin_has_the_worker_verify_the_calibration_triples_and_fits_the_kgs_own_weighing_on_them(
         make_user, celery_worker_process, weighed_by_every_kg):

@@ -32,6 +32,7 @@ def test_a_start_the_form_refuses_says_why_and_draws_nothing(codex_like, make_us
     assert not Evaluation.objects.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_an_evaluation_started_in_the_browser_is_driven_by_the_worker_stopped_and_resumed(codex_like, make_user,
                                                                                          celery_worker_process):
@@ -86,6 +87,7 @@ def test_an_evaluation_waiting_its_turn_shows_no_figures_and_stop_takes_it_back(
     assert evaluation.status == Evaluation.Status.CREATED and not evaluation.worker_driver
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_second_evaluation_waits_for_the_first_rather_than_take_the_last_worker_process(codex_like, make_user,
                                                                                         celery_worker_process):

@@ -216,6 +216,7 @@ def test_a_reviewer_retires_the_ticked_entries_with_one_reason_and_a_viewer_cann
     assert MemoryEntry.objects.get(pk=entries[0].pk).status == "active"
 
 
+@pytest.mark.slow
 def test_a_reviewer_keeps_every_entry_of_a_view_longer_than_a_page(make_user, entries, monkeypatch):
     monkeypatch.setattr(memory_pages, "PAGE_SIZE", 2)
     waiting = [_awaiting(f"Person {i} educated at University {i}") for i in range(3)]

@@ -246,6 +246,7 @@ def test_decisions_on_a_run_without_a_verdict_are_refused(make_user, world):
     assert not Review.objects.exists()
 
 
+@pytest.mark.slow
 def test_review_form_shows_decisions_to_reviewers_and_only_comments_to_curators(make_user, finished):
     url = reverse("run-detail", args=[finished.pk])
     reviewer = client_for(make_user, "reviewer")
@@ -387,6 +388,7 @@ def test_without_advance_or_a_next_task_the_decision_stays_on_the_run(make_user,
     assert "no other task of this view awaits review" in client.get(response["Location"]).content.decode()
 
 
+@pytest.mark.slow
 def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, finished):
     from datetime import timedelta
 
@@ -403,6 +405,7 @@ def test_only_the_reviewer_undoes_a_decision_and_only_for_a_while(make_user, fin
     assert "can be undone for 15 minutes" in late and Review.objects.filter(pk=review.pk).exists()
 
 
+@pytest.mark.slow
 def test_a_queued_run_takes_its_place_from_the_workers_line_and_its_wait_from_the_pace_of_recent_runs(make_user, world,
                                                                                                      finished):
     from datetime import timedelta
@@ -451,6 +454,7 @@ def test_after_a_review_the_header_labels_the_agents_verdict_and_the_final_one(m
     assert re.search(r'id="final-verdict"[^>]*><span class="verdict-source">Final, after review</span> Incorrect', page)
 
 
+@pytest.mark.slow
 def test_reviewer_figures_count_decisions_kept_verdicts_and_agreement(make_user, world, finished):
     from verifier.web.reviewers import reviewer_figures
 
@@ -467,6 +471,7 @@ def test_reviewer_figures_count_decisions_kept_verdicts_and_agreement(make_user,
     assert 'data-reviewer="rita"' in page and "100%" in page
 
 
+@pytest.mark.slow
 def test_the_gold_label_and_its_source_show_only_to_an_admin_on_an_evaluations_triple_or_after_deciding(make_user, world):
     task = world.task(status=VerificationTask.Status.VERIFIED, source="valid_negatives.txt:1383", expected_label=False)
     run = make_finished_run(world, task)
