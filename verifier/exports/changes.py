@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from verifier.exports.records import RunRecord, Selection, SelectionError
 from verifier.exports.tabular import spreadsheet_safe
-from verifier.kg.ntriples import expand
+from verifier.kg.ntriples import term_iri
 from verifier.models import Verdict, latest_decisions
 
 REMOVE, ADD = "remove", "add"
@@ -102,34 +101,25 @@ def to_tsv(selection: Selection) -> str:
     return "\r\n".join(lines) + "\r\n"
 
 
-class _Iris:
-    """IRIs of a KG's ids: Wikidata's and absolute IRIs as the KG's N-Triples reader compacted them, and for any
-    other id one under the export's base (``<base>kgs/<kg>/entities/<id>``)."""
-
-    def __init__(self, base: str, kg: str):
-        self.base, self.kg = base, kg
-
-    def __call__(self, external_id: str, *, relation: bool = False) -> str:
-        iri = expand(external_id, relation=relation)
-        if iri is None:
-            kind = "relations" if relation else "entities"
-            iri = f"{self.base}kgs/{quote(self.kg, safe='')}/{kind}/{quote(external_id, safe='')}"
-        return f"<{iri}>"
-
-
 def _comment(text: str) -> str:
     return "# " + " ".join(text.split())
 
 
-def to_sparql_update(selection: Selection, base: str) -> str:
+def to_sparql_update(selection: Selection, base: str = "") -> str:
     """The changes as one SPARQL 1.1 Update request for the KG's own store: ``DELETE DATA`` of what reviewers found
-    Incorrect, then ``INSERT DATA`` of what they found Correct; comments name every run and what was left out."""
+    Incorrect, then ``INSERT DATA`` of what they found Correct; comments name every run and what was left out. Each
+    id is written as its IRI (``term_iri``: Wikidata ids as Wikidata's, IRIs as they are, others as ``urn:kgv:``
+    names); ``base`` is not used: a KG's terms are named the same however the file is fetched."""
     every = changes(selection)
     kgs = sorted({change.record.kg for change in every})
     if len(kgs) > 1:
         raise SelectionError(f"a SPARQL Update changes one KG, and these tasks are of {len(kgs)} ({', '.join(kgs)}): "
                              "select one KG's tasks, or export the changes as TSV")
-    iri = _Iris(base, kgs[0] if kgs else "")
+    kg = kgs[0] if kgs else ""
+
+    def iri(external_id: str, *, relation: bool = False) -> str:
+        return f"<{term_iri(kg, external_id, relation=relation)}>"
+
     lines = [_comment(f"KGV: changes to {kgs[0] if kgs else 'no KG'} from reviewers' decisions, "
                       f"{selection.taken_at.isoformat()}")]
     left_out = Counter(change.why for change in every if not change.change)

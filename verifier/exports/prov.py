@@ -34,7 +34,9 @@ Which IRIs resolve, and how (``base`` is the API root when exported over HTTP, `
   ``parts`` by ``part``; ``#part-unresolved-N`` for the N-th part no KG entity resolves) and ``#review-5``;
 - what the API has no endpoint for is named by an IRI that is not a URL, the same in every export: the model
   ``urn:kgv:agent:model:<name>``, a user ``urn:kgv:user:<username>``, a structural model
-  ``urn:kgv:structural-model:<id>`` and a KG's entity or relation ``urn:kgv:kg:<kg name>:term:<id>``.
+  ``urn:kgv:structural-model:<id>``. A KG's entity or relation is the IRI its id stands for (a Wikidata id's Wikidata
+  IRI, an IRI as it is), else ``urn:kgv:kg:<kg name>:entity:<id>`` (or ``:relation:``), as in the SPARQL Update of
+  the KG changes (``verifier.kg.ntriples.term_iri``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import DCTERMS, PROV
 
 from verifier.exports.records import ClaimPartRecord, ClaimRecord, EvidenceRecord, ReviewRecord, RunRecord, Selection
+from verifier.kg.ntriples import term_iri
 
 VOCAB = Namespace("urn:kgv:vocab#")
 URN = "urn:kgv:"
@@ -159,7 +162,7 @@ class ProvGraph:
         self.graph.add((claim, RDF.type, VOCAB.Claim))
         self.add(claim, RDFS.label, f"({record.head.label}, {record.relation.label}, {record.tail.label})")
         for predicate, term in ((VOCAB.head, record.head), (VOCAB.relation, record.relation), (VOCAB.tail, record.tail)):
-            node = self.name("kg", record.kg, "term", term.id)
+            node = URIRef(term_iri(record.kg, term.id, relation=predicate == VOCAB.relation))
             self.graph.add((claim, predicate, node))
             self.add(node, RDFS.label, term.label)
             self.add(node, DCTERMS.identifier, term.id)

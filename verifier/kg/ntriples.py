@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from verifier.kg.textfile import MAX_ID_CHARS, Problem, clipped, text_lines
 
@@ -73,6 +74,15 @@ def expand(external_id: str, *, relation: bool = False) -> str | None:
     if _WIKIDATA_ID.match(external_id) and (external_id[0] == "P" or not relation):
         return f"{_WIKIDATA_PREFIXES[1 if relation else 0]}{external_id}"
     return external_id if _ABSOLUTE_IRI.match(external_id) else None
+
+
+def term_iri(kg_name: str, external_id: str, *, relation: bool = False) -> str:
+    """The IRI of a KG's entity or relation in what KGV exports: the IRI its id stands for (``expand``), else a name
+    under ``urn:kgv:`` that says which KG's term it is (``urn:kgv:kg:<kg>:entity:<id>``), the same in every export
+    and never a URL that does not resolve."""
+    kind = "relation" if relation else "entity"
+    return expand(external_id, relation=relation) or ":".join(
+        ("urn:kgv:kg", quote(kg_name, safe=""), kind, quote(external_id, safe="")))
 
 
 @dataclass

@@ -84,7 +84,7 @@ def test_the_sparql_update_applied_to_the_kg_removes_and_adds_exactly_the_settle
     assert f"# task {decided['removed']}, run " in text and "Douglas Adams place of birth Cambridge (reviewed Incorrect)" in text
 
 
-def test_ids_that_are_not_wikidatas_nor_iris_get_iris_under_the_export_base(light_kg, make_user):
+def test_ids_that_are_not_wikidatas_nor_iris_get_urn_names_of_their_kg_in_every_export(light_kg, make_user):
     kg = KnowledgeGraph.objects.create(name="films", version=1)
     film, actor = (Entity.objects.create(kg=kg, external_id=mid, label=label)
                    for mid, label in (("/m/0dr_4", "Titanic"), ("http://example.org/kate", "Kate Winslet")))
@@ -92,8 +92,10 @@ def test_ids_that_are_not_wikidatas_nor_iris_get_iris_under_the_export_base(ligh
     run = make_finished_run(VerificationTask.objects.create(kg=kg, head=film, relation=starring, tail=actor))
     add_review(run, make_user("reviewer", "rene"), decision="accept")
     text = exports.render(select(run_ids=[run.pk]), "sparql-update", base=BASE).content.decode()
-    assert ("<http://kgv.test/api/kgs/films/entities/%2Fm%2F0dr_4> <http://kgv.test/api/kgs/films/relations/%2Ffilm%2Ffilm"
-            "%2Fstarring> <http://example.org/kate> .") in text
+    assert ("<urn:kgv:kg:films:entity:%2Fm%2F0dr_4> <urn:kgv:kg:films:relation:%2Ffilm%2Ffilm%2Fstarring> "
+            "<http://example.org/kate> .") in text
+    graph = Graph().parse(data=exports.render(select(run_ids=[run.pk]), "ttl", base=BASE).content, format="turtle")
+    assert URIRef("urn:kgv:kg:films:entity:%2Fm%2F0dr_4") in set(graph.all_nodes())  # the same name in PROV-O
     prepareUpdate(text)  # a request a SPARQL store accepts
     assert (expand("Q42"), expand("P27", relation=True), expand("P27"), expand("Q42", relation=True)) == (
         WD + "Q42", WDT + "P27", WD + "P27", None)

@@ -133,7 +133,8 @@ def _describes(document: dict, fragment: str) -> bool:
 def assert_prov_iris_resolve(client, query: str) -> Graph:
     """Export ``query`` (``?runs=1,2``) as PROV-O over the API, then GET every IRI under the API root with the same
     client: each answers 200, and a hash IRI names something its document describes. Every other IRI is a
-    vocabulary term, an evidence item's primary source or a ``urn:kgv:`` name, never a URL that answers 404."""
+    vocabulary term, an evidence item's primary source, a KG term's own IRI (Wikidata's) or a ``urn:kgv:`` name, never a
+    URL that answers 404."""
     response = client.get(reverse("api:export", kwargs={"fmt": "ttl"}) + query, HTTP_ACCEPT="text/turtle, */*")
     assert response.status_code == 200, response.content[:300]
     graph = Graph().parse(data=response.content.decode(), format="turtle")
@@ -147,6 +148,8 @@ def assert_prov_iris_resolve(client, query: str) -> Graph:
             documents[url] = answer.json()
         assert not fragment or _describes(documents[url], fragment), f"{url} does not describe #{fragment}"
     sources = {str(source) for source in graph.objects(None, PROV.hadPrimarySource)}
-    others = {i for i in iris - sources if not i.startswith((API_BASE, "urn:kgv:", *VOCABULARIES))}
+    terms = {str(term) for role in (VOCAB.head, VOCAB.relation, VOCAB.tail) for term in graph.objects(None, role)}
+    assert all(term.startswith(("urn:kgv:kg:", "http://www.wikidata.org/")) for term in terms), terms
+    others = {i for i in iris - sources - terms if not i.startswith((API_BASE, "urn:kgv:", *VOCABULARIES))}
     assert not others, f"IRIs that neither resolve nor say they are names: {sorted(others)}"
     return graph
