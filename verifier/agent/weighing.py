@@ -212,8 +212,7 @@ def summary(evidence: Evidence, p_true: float, weights: Weights) -> str:
     ignored = [words for signal, words, _ in said if not weights.weighs(signal)]
     text = f"weighing {', '.join(counted) or 'no signal (the prior alone)'} gives a probability of {p_true:.2f} that the triple is true"
     if ignored:
-        model = f"confidence model #{weights.model_id}" if weights.model_id is not None else "this weighing"
-        text += f"; {model} gives no weight to {', '.join(ignored)}"
+        text += f"; left out, as the confidence model gives no weight to them: {', '.join(ignored)}"
     return text
 
 

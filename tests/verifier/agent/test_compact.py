@@ -195,7 +195,7 @@ def test_sentences_are_judged_only_while_the_weighing_in_force_weighs_the_judgme
 def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(task):
     """A fitted weighing may give the model's answer and the sentence judgments no weight (the shipped CoDEx-S
     one does): the explanation must not present them as weighed, nor the verdict cite their sentences."""
-    model = _fit_weights(relevance=-1.0)  # the sentences count only by how close the best one is to the claim
+    _fit_weights(relevance=-1.0)  # the sentences count only by how close the best one is to the claim
     answer = "Thought: The profiles suffice.\nFinal Answer: [Correct] Because of [E1]."
     run, _ = run_compact(task, reader("contradicts", answer=answer), judge_unweighed=True)
     judged = run.assessment["reading"]["contradicts"]
@@ -204,8 +204,8 @@ def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(ta
     assert run.explanation == (
         f"The weighed evidence outweighs the language model's own answer (Correct): "
         f"weighing the closest sentence's relevance to the claim ({run.assessment['relevance']:.2f}) gives a probability of "
-        f"{run.assessment['p_true']:.2f} that the triple is true; confidence model #{model.pk} gives no weight to {judged} "
-        f"sentence(s) judged to contradict the claim, the language model's own answer (Correct).")
+        f"{run.assessment['p_true']:.2f} that the triple is true; left out, as the confidence model gives no weight to them: "
+        f"{judged} sentence(s) judged to contradict the claim, the language model's own answer (Correct).")
     cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
     assert run.assessment["keys"]["contradicts"] and not set(run.assessment["keys"]["contradicts"]) & cited
 
