@@ -47,7 +47,7 @@ from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import DCTERMS, PROV
 
 from verifier.exports.records import ClaimPartRecord, ClaimRecord, EvidenceRecord, ReviewRecord, RunRecord, Selection
-from verifier.kg.ntriples import term_iri
+from verifier.kg.ntriples import kgv_urn, term_iri
 
 VOCAB = Namespace("urn:kgv:vocab#")
 URN = "urn:kgv:"
@@ -76,7 +76,7 @@ class ProvGraph:
     @staticmethod
     def name(*parts: object) -> URIRef:
         """A resource the API has no endpoint for: an IRI that is not a URL, stable across exports."""
-        return URIRef(URN + ":".join(quote(str(part), safe="") for part in parts))
+        return URIRef(kgv_urn(*parts))
 
     def add(self, subject, predicate, value) -> None:
         if value is None or value == "":

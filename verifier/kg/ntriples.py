@@ -76,13 +76,16 @@ def expand(external_id: str, *, relation: bool = False) -> str | None:
     return external_id if _ABSOLUTE_IRI.match(external_id) else None
 
 
+def kgv_urn(*parts: object) -> str:
+    """A name KGV gives what no URL serves: ``urn:kgv:`` and the parts, each percent-encoded, joined by colons."""
+    return "urn:kgv:" + ":".join(quote(str(part), safe="") for part in parts)
+
+
 def term_iri(kg_name: str, external_id: str, *, relation: bool = False) -> str:
     """The IRI of a KG's entity or relation in what KGV exports: the IRI its id stands for (``expand``), else a name
-    under ``urn:kgv:`` that says which KG's term it is (``urn:kgv:kg:<kg>:entity:<id>``), the same in every export
-    and never a URL that does not resolve."""
-    kind = "relation" if relation else "entity"
-    return expand(external_id, relation=relation) or ":".join(
-        ("urn:kgv:kg", quote(kg_name, safe=""), kind, quote(external_id, safe="")))
+    that says which KG's term it is (``urn:kgv:kg:<kg>:entity:<id>``), the same in every export and never a URL that
+    does not resolve."""
+    return expand(external_id, relation=relation) or kgv_urn("kg", kg_name, "relation" if relation else "entity", external_id)
 
 
 @dataclass
