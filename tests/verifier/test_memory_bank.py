@@ -26,6 +26,13 @@ def test_the_seed_bank_loads_and_guides_similar_claims():
         reviewed = re.search(r"reviewer|reviewed (and retired )?by ", entry.provenance.replace(bank.UNREVIEWED, ""))
         assert bool(reviewed) != entry.awaits_review, entry.provenance
         assert (entry.status == MemoryEntry.Status.RETIRED) == ("retired" in entry.provenance), entry.provenance
+    # A bootstrapped case's answer is the weighed evidence's explanation: never the small model's unchecked prose
+    # ("the brief states that …"), which a curator reading the bank or a model reading the case would take as fact.
+    for trajectory in MemoryEntry.objects.filter(provenance__startswith="bootstrapped").values_list("trajectory", flat=True):
+        answer = trajectory.rsplit("Final Answer: ", 1)[1]
+        assert re.fullmatch(r"\[(Correct|Incorrect)\] The weighed evidence (agrees with|outweighs) the language model's own "
+                            r"answer \((Correct|Incorrect)\): weighing [^;]* that the triple is true; left out, as the "
+                            r"confidence model gives no weight to them: the language model's own answer \(\w+\)\.", answer), answer
     nearest = bank.retrieve("Alice Munro country of citizenship Brazil", k=1)[0]
     assert nearest.triple_text == "Margaret Atwood country of citizenship Brazil" and nearest.similarity > 0.5
     assert bank.import_bank(bank.SEED_BANK) == bank.Imported(0, 0, added)  # importing again changes nothing

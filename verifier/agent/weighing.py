@@ -188,7 +188,8 @@ def _signals(evidence: Evidence) -> list[tuple[str, str, str]]:
     if evidence.mentioned:
         said.append(("mentioned", "a sentence about one end of the claim naming the other", _keys(evidence, "mentioned")))
     if evidence.relevance:
-        said.append(("relevance", f"the closest sentence's relevance to the claim ({evidence.relevance:.2f})", ""))
+        said.append(("relevance", f"the best sentence read matching the claim at {evidence.relevance:.2f} (its similarity "
+                                  f"in meaning, plus a bonus when it names the other end)", ""))
     if evidence.agent_verdict:
         said.append(("agent_verdict", f"the language model's own answer ({evidence.agent_verdict.title()})", ""))
     return said

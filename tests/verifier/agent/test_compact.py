@@ -203,7 +203,8 @@ def test_signals_the_weighing_gives_no_weight_are_named_as_such_and_not_cited(ta
     assert run.assessment["unweighed"] == ["contradicts", "agent_verdict"]
     assert run.explanation == (
         f"The weighed evidence outweighs the language model's own answer (Correct): "
-        f"weighing the closest sentence's relevance to the claim ({run.assessment['relevance']:.2f}) gives a probability of "
+        f"weighing the best sentence read matching the claim at {run.assessment['relevance']:.2f} (its similarity in meaning, "
+        f"plus a bonus when it names the other end) gives a probability of "
         f"{run.assessment['p_true']:.2f} that the triple is true; left out, as the confidence model gives no weight to them: "
         f"{judged} sentence(s) judged to contradict the claim, the language model's own answer (Correct).")
     cited = set(SupportItem.objects.filter(run=run, cited=True).values_list("key", flat=True))
