@@ -12,6 +12,10 @@ trained (the default for its size), and ``manage.py audit`` scores every triple.
 for K = 1%…5% of the original triple count, pooled and per kind of noise (the share of that kind found in the
 pooled top K), and each kind's ROC AUC against the real triples.
 
+WN18RR and FB15k-237 are loaded with their entities' names (WordNet's lemma and gloss; Freebase's name and Wikidata's
+description), as a KG of one's own comes: the audit compares the names of each triple's ends. ``--ids-only`` loads
+the bare triples instead (as ``<name>-ids``), for the detectors' structure-only setting.
+
 ``--hard`` (CoDEx-S) injects instead type-constrained corruptions of real triples (an entity of the same types in
 place of the head or the tail) and the dataset's hand-verified false triples (valid_negatives.txt).
 
@@ -42,6 +46,7 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from django.db.models import F  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from verifier.kg_audit.pipeline import run_here, scores, start_audit  # noqa: E402
@@ -115,12 +120,30 @@ def hard_noise(triples: list[tuple[str, str, str]], rate: float, seed: int = 0) 
     return noise
 
 
-def load(name: str, triples: list, noise: dict) -> KnowledgeGraph:
+NAMES = ("entity2text.txt", "relation2text.txt", "entity2wikidata.json")  # a dataset folder's names, where it has them
+
+
+def load(name: str, triples: list, noise: dict, *, names_of: str | None = None) -> KnowledgeGraph:
+    """Load the noisy graph as ``name``: a TSV of its triples, or with ``names_of`` a dataset folder of them beside
+    that dataset's names. A reload that changes no triple keeps the trained structural model."""
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"{name}.tsv"
-        path.write_text("".join("\t".join(t) + "\n" for t in [*triples, *noise]), encoding="utf-8")
+        lines = "".join("\t".join(t) + "\n" for t in [*triples, *noise])
+        if names_of:
+            path = Path(folder)
+            (path / "train.txt").write_text(lines, encoding="utf-8")
+            for file in NAMES:
+                if (settings.KGV_DATA_DIR / names_of / file).exists():
+                    (path / file).symlink_to(settings.KGV_DATA_DIR / names_of / file)
+        else:
+            path = Path(folder) / f"{name}.tsv"
+            path.write_text(lines, encoding="utf-8")
         call_command("load_kg", str(path), "--name", name, "--replace", "--no-kge", "--no-embed", "--no-progress")
     return KnowledgeGraph.objects.get(name=name)
+
+
+def has_names(kg: KnowledgeGraph) -> bool:
+    return Entity.objects.filter(kg=kg).exclude(description="").exists() or \
+        Entity.objects.filter(kg=kg).exclude(label=F("external_id")).exists()
 
 
 def table(ranked_noise_kind: np.ndarray, kinds: list[str], original: int) -> list[str]:
@@ -143,16 +166,18 @@ def main() -> None:
     parser.add_argument("--hard", action="store_true", help="CoDEx-S: same-type corruptions and verified false triples")
     parser.add_argument("--reuse", action="store_true", help="audit the KG loaded and trained by an earlier run again")
     parser.add_argument("--no-model", action="store_true", help="audit with the graph's statistics alone")
+    parser.add_argument("--ids-only", action="store_true", help="load the bare triples, without the entities' names")
     args = parser.parse_args()
     triples = read(args.dataset)
     noise = hard_noise(triples, args.noise) if args.hard else inject(triples, args.noise)
-    name = f"{args.dataset}-{'hard' if args.hard else 'noise'}{round(args.noise * 100)}"
+    name = f"{args.dataset}-{'hard' if args.hard else 'noise'}{round(args.noise * 100)}{'-ids' if args.ids_only else ''}"
+    names_of = None if args.ids_only or args.hard else args.dataset
     print(f"{args.dataset}: {len(triples):,} triples, {len(noise):,} injected ({args.noise:.0%}) as {name}", flush=True)
     timings = {}
     kg = KnowledgeGraph.objects.filter(name=name).first()
-    if not (args.reuse and kg is not None):
+    if not (args.reuse and kg is not None and (names_of is None or has_names(kg))):
         started = time.monotonic()
-        kg = load(name, triples, noise)
+        kg = load(name, triples, noise, names_of=names_of)
         timings["load"] = time.monotonic() - started
     if not args.no_model and StructuralModel.objects.ready_for(kg) is None:
         started = time.monotonic()

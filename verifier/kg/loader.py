@@ -188,7 +188,10 @@ def load_source(
                 FROM stage_entities
                 ON CONFLICT (kg_id, external_id) DO UPDATE
                 SET label = EXCLUDED.label, description = EXCLUDED.description,
-                    aliases = EXCLUDED.aliases, types = EXCLUDED.types, same_as = EXCLUDED.same_as""",
+                    aliases = EXCLUDED.aliases, types = EXCLUDED.types, same_as = EXCLUDED.same_as,
+                    embedding = CASE WHEN {_table(Entity)}.label = EXCLUDED.label
+                                      AND {_table(Entity)}.description = EXCLUDED.description
+                                     THEN {_table(Entity)}.embedding END""",
                 [kg.pk],
             )
 

@@ -135,5 +135,6 @@ def fit(view: AuditView, kg: KnowledgeGraph, *, facts: int = FACTS) -> tuple[Sco
             metrics["auc"][kind] = round(float(roc_auc_score(data.labels[chosen], out_of_fold[chosen])), 4)
     metrics["auc"]["all"] = round(float(roc_auc_score(data.labels, out_of_fold)), 4)
     metrics["embedding"] = view.loaded is not None
+    metrics["names"] = view.names is not None
     metrics["features"] = [FEATURES[i] for i in columns]
     return Scorer(classifiers, columns), metrics

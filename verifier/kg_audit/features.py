@@ -1,7 +1,7 @@
 """The audit's view of a KG version, built once per process: its triples as indices, the graph's statistics
-(verifier/kg_audit/graph.py) and, where the KG has a ready structural model, what the network of each triple's
-fold — the one that never learnt it — makes of it. ``AuditView.features`` describes any batch of triples (the
-KG's own, or corruptions) by the same FEATURES.
+(verifier/kg_audit/graph.py), how related its ends' names are (verifier/kg_audit/names.py) and, where the KG has
+a ready structural model, what the network of each triple's fold — the one that never learnt it — makes of it.
+``AuditView.features`` describes any batch of triples (the KG's own, or corruptions) by the same FEATURES.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import numpy as np
 import torch
 
 from verifier.kg_audit.graph import GRAPH_FEATURES, GraphIndex
+from verifier.kg_audit.names import name_vectors
 from verifier.models import Entity, KnowledgeGraph, Relation, StructuralModel
 from verifier.structure import scoring
 from verifier.structure.dataset import kg_triples
 from verifier.structure.folds import fold_of
 
 EMBEDDING_FEATURES = ["tail_log_p", "head_log_p", "tail_rank", "head_rank"]
-FEATURES = GRAPH_FEATURES + EMBEDDING_FEATURES
+NAME_FEATURES = ["name_similarity"]  # cosine of the ends' "label, description" embeddings
+FEATURES = GRAPH_FEATURES + NAME_FEATURES + EMBEDDING_FEATURES
 # Above this many entities a triple's score is compared with a fixed sample of them, not with every one.
 FULL_SOFTMAX_ENTITIES = 50_000
 SAMPLED_ENTITIES = 1024
@@ -38,6 +40,7 @@ class AuditView:
     triples: np.ndarray  # every KG triple as row ids, in the audit's order (sorted)
     graph: GraphIndex
     loaded: scoring.LoadedModel | None
+    names: np.ndarray | None = None  # each entity index's unit name vector (NaN: unnamed), None: no names
 
     def to_indices(self, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
@@ -45,13 +48,19 @@ class AuditView:
                          np.searchsorted(self.entity_rows, rows[:, 2])], axis=1)
 
     def features(self, rows: np.ndarray) -> np.ndarray:
-        """(n, len(FEATURES)) for row-id triples; the embedding's columns are NaN without a structural model."""
+        """(n, len(FEATURES)) for row-id triples; the embedding's columns are NaN without a structural model, a
+        triple's name similarity NaN when an end has no name."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
-        described = self.graph.describe(self.to_indices(rows)).features
+        indices = self.to_indices(rows)
+        described = self.graph.describe(indices).features
+        similarity = np.full((len(rows), 1), np.nan, dtype=np.float32)
+        if self.names is not None and len(rows):
+            heads, tails = self.names[indices[:, 0]], self.names[indices[:, 2]]
+            similarity[:, 0] = np.einsum("ij,ij->i", heads.astype(np.float32), tails.astype(np.float32))
         embedding = np.full((len(rows), len(EMBEDDING_FEATURES)), np.nan, dtype=np.float32)
         if self.loaded is not None and len(rows):
             embedding = self._embedding(rows)
-        return np.hstack([described, embedding])
+        return np.hstack([described, similarity, embedding])
 
     def _embedding(self, rows: np.ndarray) -> np.ndarray:
         """Each triple by the network of its fold: log p(tail | head, relation) and log p(head | tail, relation⁻¹) over
@@ -138,6 +147,7 @@ def view_of(kg: KnowledgeGraph, model: StructuralModel | None) -> AuditView:
                          GraphIndex(np.zeros((0, 3), dtype=np.int64), len(entity_rows), len(relation_rows)), None)
         view.graph = GraphIndex(view.to_indices(rows), len(entity_rows), len(relation_rows), primary_types(kg, entity_rows))
         view.loaded = scoring.loaded(model) if model is not None else None
+        view.names = name_vectors(kg, entity_rows)
         _VIEWS.clear()
         _VIEWS[kg.pk] = view
         return view

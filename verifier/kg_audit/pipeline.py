@@ -19,6 +19,7 @@ from verifier.errors import ApplicationError
 from verifier.kg_audit import reasons
 from verifier.kg_audit.classifier import Scorer, fit
 from verifier.kg_audit.features import view_of
+from verifier.kg_audit.names import embed_names
 from verifier.models import AuditChunk, Entity, KGAudit, KnowledgeGraph, Relation, StructuralModel, Suspect, VerificationTask
 from verifier.queueing import AUDIT_CHUNK, PREPARE_AUDIT, enqueue, send_now
 from verifier.services import record_audit
@@ -84,7 +85,10 @@ def prepare(audit_id: int, *, send_chunks: bool = True) -> KGAudit:
         return audit
     try:
         if not audit.scorer:
-            _stage(audit, "learning what the KG's errors look like", status=KGAudit.Status.RUNNING, started_at=timezone.now())
+            _stage(audit, "reading the entities' names", status=KGAudit.Status.RUNNING, started_at=timezone.now())
+            embed_names(KnowledgeGraph.objects.get(pk=audit.kg_id),
+                        report=lambda done, total: _stage(audit, f"reading the entities' names: {done:,} of {total:,}"))
+            _stage(audit, "learning what the KG's errors look like")
             kg, view = _view(audit)
             scorer, metrics = fit(view, kg)
             chunks = max(1, -(-len(view.triples) // audit.chunk_size))

@@ -15,6 +15,7 @@ from verifier.structure.rule_evidence import NEAR_FUNCTIONAL
 
 RARE_TYPE = 0.02  # a type this rare among a relation's subjects (values) is called outside its domain (range)
 UNLIKELY = 0.9  # a network that ranks this share of all entities above an end finds it unlikely
+UNRELATED = 0.1  # ends whose names are less alike than this are about unrelated things (2% of WordNet's facts are)
 
 
 def _at(features: np.ndarray, name: str) -> float:
@@ -53,6 +54,10 @@ def reasons(features: np.ndarray, labels: tuple[str, str, str]) -> list[dict]:
     if not math.isnan(head_rank) and head_rank >= UNLIKELY:
         add("model-head", f"the structural model ranks {head} below {head_rank:.0%} of all entities as a subject of "
                           f"“{relation}” with the value {tail}")
+    similarity = _at(features, "name_similarity")
+    if not math.isnan(similarity) and similarity < UNRELATED:
+        add("unrelated-names", f"the names and descriptions of {head} and {tail} have almost nothing in common "
+                               f"(similarity {max(similarity, 0):.2f} of 1)")
     if not other_tails and not _count(_at(features, "head_as_tail")):
         add("new-subject", f"{head} has no other “{relation}” in the KG")
     if not _count(_at(features, "pair_links")):

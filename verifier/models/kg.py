@@ -67,6 +67,9 @@ class Entity(models.Model):
     # The Wikidata id of the same thing where the KG's own id is another one (a Freebase mid): what
     # matches it with the entities of a reference KG. An id that is a Wikidata id needs none.
     same_as = models.CharField(max_length=32, blank=True, default="", db_default="")
+    # Embedding of "label, description" (kept by the audit, reset by the loader when either changes): whether a
+    # triple's two ends are about related things (verifier/kg_audit/names.py).
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "entities"

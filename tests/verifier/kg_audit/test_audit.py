@@ -2,15 +2,22 @@
 that are true of the KG; an interrupted audit resumes where it stopped; suspects become flagged triples."""
 
 import io
+import math
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 
 from tests.verifier.structure.test_training import TINY, generated_kg
 from tests.workers import wait_for
 from verifier.kg.amend import amend
+from verifier.kg.loader import load_source
+from verifier.kg.sources import EntityRecord, KGSource
 from verifier.kg_audit import exports
+from verifier.kg_audit.features import FEATURES
+from verifier.kg_audit.names import embed_names, named
 from verifier.kg_audit.pipeline import AuditError, prepare, queue_suspects, run_here, score_chunk, scores, start_audit
+from verifier.kg_audit.reasons import reasons
 from verifier.models import AuditChunk, AuditEvent, KGAudit, KnowledgeGraph, StructuralModel, Suspect, VerificationTask
 from verifier.structure.training import train
 
@@ -117,3 +124,31 @@ def test_the_audit_refuses_a_kg_with_nothing_to_audit(db):
     empty = KnowledgeGraph.objects.create(name="empty")
     with pytest.raises(AuditError, match="no triples of its own"):
         start_audit(kg=empty, queue=False)
+
+
+def test_the_ends_names_are_compared_embedded_once_and_again_when_they_change(noisy):
+    kg = noisy
+    audit = run_here(start_audit(kg=kg, queue=False))
+    assert audit.metrics["names"] and "name_similarity" in audit.metrics["features"]
+    assert named(kg).count() == kg.entities.count() and not named(kg).filter(embedding__isnull=True).exists()
+    assert embed_names(kg) == 0  # kept: the next audit reads them back
+    # A new description resets that entity's vector, and only that one; an unchanged reload keeps every vector.
+    triples = [(h.external_id, r.external_id, t.external_id) for h, r, t in
+               ((x.head, x.relation, x.tail) for x in kg.triples.select_related("head", "relation", "tail"))]
+    renamed = EntityRecord("C0", "Country C0", "a republic on the coast", [], ["country"])
+    load_source(KGSource(kg.name, kg.name, "", triples=lambda: iter(triples), entities=[renamed]), embed=False)
+    assert list(named(kg).filter(embedding__isnull=True).values_list("external_id", flat=True)) == ["C0"]
+    assert embed_names(kg) == 1
+
+
+def test_a_triple_whose_ends_are_about_unrelated_things_says_so():
+    row = np.zeros(len(FEATURES), dtype=np.float32)
+    at = FEATURES.index("name_similarity")
+    labels = ("stool", "hypernym", "Saxony")
+    row[at] = 0.03
+    unrelated = [r for r in reasons(row, labels) if r["code"] == "unrelated-names"]
+    assert unrelated and "stool and Saxony have almost nothing in common (similarity 0.03 of 1)" in unrelated[0]["text"]
+    row[at] = 0.45
+    assert "unrelated-names" not in {r["code"] for r in reasons(row, labels)}
+    row[at] = math.nan  # an end without a name: nothing to say
+    assert "unrelated-names" not in {r["code"] for r in reasons(row, labels)}
