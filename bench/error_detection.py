@@ -12,9 +12,10 @@ trained (the default for its size), and ``manage.py audit`` scores every triple.
 for K = 1%…5% of the original triple count, pooled and per kind of noise (the share of that kind found in the
 pooled top K), and each kind's ROC AUC against the real triples.
 
-WN18RR and FB15k-237 are loaded with their entities' names (WordNet's lemma and gloss; Freebase's name and Wikidata's
-description), as a KG of one's own comes: the audit compares the names of each triple's ends. ``--ids-only`` loads
-the bare triples instead (as ``<name>-ids``), for the detectors' structure-only setting.
+The noisy graph is loaded with the dataset's names (WordNet's lemma and gloss; Freebase's name and Wikidata's
+description; CoDEx-S's Wikidata labels, descriptions and types), as a KG of one's own comes: the audit compares the
+names of each triple's ends. ``--ids-only`` loads the bare triples instead (as ``<name>-ids``), the detectors'
+structure-only setting.
 
 ``--hard`` (CoDEx-S) injects instead type-constrained corruptions of real triples (an entity of the same types in
 place of the head or the tail) and the dataset's hand-verified false triples (valid_negatives.txt).
@@ -120,7 +121,10 @@ def hard_noise(triples: list[tuple[str, str, str]], rate: float, seed: int = 0) 
     return noise
 
 
-NAMES = ("entity2text.txt", "relation2text.txt", "entity2wikidata.json")  # a dataset folder's names, where it has them
+# Where a dataset folder keeps its triples and what else it holds: the names, types and relations loaded beside them.
+LAYOUT = {"wn18rr": ("train.txt", ("entity2text.txt", "relation2text.txt")),
+          "fb15k-237": ("train.txt", ("entity2text.txt", "relation2text.txt", "entity2wikidata.json")),
+          "codex-s": ("triples/train.txt", ("entities", "types", "relations.json"))}
 
 
 def load(name: str, triples: list, noise: dict, *, names_of: str | None = None) -> KnowledgeGraph:
@@ -130,10 +134,11 @@ def load(name: str, triples: list, noise: dict, *, names_of: str | None = None) 
         lines = "".join("\t".join(t) + "\n" for t in [*triples, *noise])
         if names_of:
             path = Path(folder)
-            (path / "train.txt").write_text(lines, encoding="utf-8")
-            for file in NAMES:
-                if (settings.KGV_DATA_DIR / names_of / file).exists():
-                    (path / file).symlink_to(settings.KGV_DATA_DIR / names_of / file)
+            triples_file, beside = LAYOUT[names_of]
+            (path / triples_file).parent.mkdir(parents=True, exist_ok=True)
+            (path / triples_file).write_text(lines, encoding="utf-8")
+            for file in beside:
+                (path / file).symlink_to(settings.KGV_DATA_DIR / names_of / file)
         else:
             path = Path(folder) / f"{name}.tsv"
             path.write_text(lines, encoding="utf-8")
@@ -171,7 +176,7 @@ def main() -> None:
     triples = read(args.dataset)
     noise = hard_noise(triples, args.noise) if args.hard else inject(triples, args.noise)
     name = f"{args.dataset}-{'hard' if args.hard else 'noise'}{round(args.noise * 100)}{'-ids' if args.ids_only else ''}"
-    names_of = None if args.ids_only or args.hard else args.dataset
+    names_of = None if args.ids_only else args.dataset
     print(f"{args.dataset}: {len(triples):,} triples, {len(noise):,} injected ({args.noise:.0%}) as {name}", flush=True)
     timings = {}
     kg = KnowledgeGraph.objects.filter(name=name).first()
