@@ -2,8 +2,9 @@
 Python): how many other values its head has for the relation, whether its ends play that role elsewhere, how
 many other edges link them, how functional the relation is, how common the ends' types are in its roles.
 
-Every count leaves the triple itself out: a triple the KG states is described as if the KG lacked it, exactly as a
-triple it lacks (a corruption, a flagged triple) is, so the two compare fairly. Memory is a few arrays the size of
+Every count about the triple's own ends leaves the triple itself out: a triple the KG states is described as if the KG
+lacked it, exactly as a triple it lacks (a corruption, a flagged triple) is, so the two compare fairly. The type
+shares, a relation's constants, count it alike for both (``_type_shares``). Memory is a few arrays the size of
 the KG (a 5-million-triple KG: about 1 GB at the peak of indexing).
 """
 
@@ -130,7 +131,7 @@ class GraphIndex:
             self._functionality[r],
             self._inverse[r],
             self._share[r],
-            *self._type_shares(h, r, t, own),
+            *self._type_shares(h, r, t),
             self._role_fit(h, 2 * r, own),
             self._role_fit(t, 2 * r + 1, own),
             np.log1p(self._shared(h, t)),
@@ -152,12 +153,16 @@ class GraphIndex:
         """How many entities are linked (any relation, either way) to both ends."""
         return np.asarray(self._adjacency[h].multiply(self._adjacency[t]).sum(axis=1)).ravel()
 
-    def _type_shares(self, h: np.ndarray, r: np.ndarray, t: np.ndarray, own: np.ndarray) -> list[np.ndarray]:
+    def _type_shares(self, h: np.ndarray, r: np.ndarray, t: np.ndarray) -> list[np.ndarray]:
+        """The share of the relation's subjects (values) with the head's (tail's) type, over the whole KG and the same
+        for a fact and a triple the KG lacks. Leaving a fact out of its own shares would set every fact exactly one
+        count below a corruption sharing its types: per relation and type a constant, which a classifier learns as
+        "the KG holds this triple" and ranks the KG's own errors with its facts."""
         if self.types is None:
             return [np.full(len(h), -1.0), np.full(len(h), -1.0)]
         R, n = self.num_relations, self._n_types  # noqa: N806
-        facts = np.maximum(self._facts[r] - own, 1.0)
-        heads = (self._head_type(_keys(r, self.types[h] + 1, sizes=(R, n))) - own) / facts
-        tails = (self._tail_type(_keys(r, self.types[t] + 1, sizes=(R, n))) - own) / facts
+        facts = np.maximum(self._facts[r], 1.0)
+        heads = self._head_type(_keys(r, self.types[h] + 1, sizes=(R, n))) / facts
+        tails = self._tail_type(_keys(r, self.types[t] + 1, sizes=(R, n))) / facts
         untyped_h, untyped_t = self.types[h] < 0, self.types[t] < 0
         return [np.where(untyped_h, -1.0, heads), np.where(untyped_t, -1.0, tails)]

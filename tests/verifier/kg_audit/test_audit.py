@@ -15,6 +15,7 @@ from verifier.kg.loader import load_source
 from verifier.kg.sources import EntityRecord, KGSource
 from verifier.kg_audit import exports
 from verifier.kg_audit.features import FEATURES
+from verifier.kg_audit.graph import GRAPH_FEATURES, GraphIndex
 from verifier.kg_audit.names import embed_names, named
 from verifier.kg_audit.pipeline import AuditError, prepare, queue_suspects, run_here, score_chunk, scores, start_audit
 from verifier.kg_audit.reasons import reasons
@@ -152,3 +153,16 @@ def test_a_triple_whose_ends_are_about_unrelated_things_says_so():
     assert "unrelated-names" not in {r["code"] for r in reasons(row, labels)}
     row[at] = math.nan  # an end without a name: nothing to say
     assert "unrelated-names" not in {r["code"] for r in reasons(row, labels)}
+
+
+def test_a_fact_and_a_corruption_with_the_same_types_get_the_same_type_shares():
+    """Type shares count the triple alike whether the KG holds it or not: a fact one count below every corruption of
+    its types would tell a classifier which triples the KG holds, and rank the KG's own errors with its facts."""
+    # Entities 0-3 people (type 0), 4-5 towns (type 1), 6 a ship (type 2); relation 0 "built or born in".
+    triples = np.array([[0, 0, 4], [1, 0, 4], [2, 0, 5], [6, 0, 5]])
+    index = GraphIndex(triples, num_entities=7, num_relations=1, types=np.array([0, 0, 0, 0, 1, 1, 2]))
+    fact, corruption = [0, 0, 4], [3, 0, 4]  # a person of the same type in place of the head
+    described = index.describe(np.array([fact, corruption]))
+    assert described.in_kg.tolist() == [True, False]
+    shares = {name: described.features[:, GRAPH_FEATURES.index(name)].tolist() for name in ("head_type_share", "tail_type_share")}
+    assert shares == {"head_type_share": [0.75, 0.75], "tail_type_share": [1.0, 1.0]}
