@@ -103,6 +103,7 @@ def test_a_finished_audit_explains_itself_and_lists_its_suspects_with_their_reas
     assert f"ROC AUC of\n    <strong>{audit.metrics['auc']['all']:.3f}</strong>" in page
     assert page.count('<rect class="histogram-bar') == 20 and ' style="' not in page.split('id="kg-audit-distribution"')[1]
     assert "This is the KG's first finished audit" in page
+    assert "comparing the names of each triple's ends" in page  # the generated KG names its entities
     per_relation = page.split('id="kg-audit-relations"')[1].split("</section>")[0]
     assert all(f'<tr data-relation="{row["relation"]}">' in per_relation for row in audit.summary["per_relation"])
     rows = re.findall(r'<tr data-rank="(\d+)"', page)
