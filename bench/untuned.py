@@ -5,7 +5,8 @@
 Each KG is onboarded from a file as a curator would (``manage.py onboard``: load, networks, a calibration fitted on
 its own facts against corruptions of them, its verdicts weighed by that calibration), from its training and
 validation triples; its test triples (never in the KG) are then verified beside as many type-constrained
-negatives (an entity of the same relation signature in place of the head or the tail) with ``manage.py evaluate``:
+negatives (an entity of the same relation signature in place of the head or the tail; ``--types role``: an entity the
+KG has in the same role of the relation, which every test triple has) with ``manage.py evaluate``:
 the weighed verdict (the evidence mode) and the embedding classifier alone (the embedding mode, the CoDEx protocol's
 baseline). Printed: accuracy with its 95% interval, F1 and ECE of each, and the seconds each onboarding stage took.
 
@@ -102,14 +103,14 @@ def fb_subset_files(folder: Path, seed: int = 0) -> tuple[Path, Path]:
     return kg, test
 
 
-def evaluate(name: str, test: Path, mode: str, n: int) -> dict | str:
+def evaluate(name: str, test: Path, mode: str, n: int, types: str = "signature") -> dict | str:
     """The evaluation's metrics, or why none could be drawn (a KG whose entities each hold every role has no
     type-constrained negative)."""
-    label = f"untuned-{name}-{mode}-{n}"
+    label = f"untuned-{name}-{mode}-{n}" + ("" if types == "signature" else f"-{types}")
     if not Evaluation.objects.filter(name=label, status=Evaluation.Status.FINISHED).exists():
         try:
             call_command("evaluate", "--benchmark", str(test), "--kg", name, "--n", str(n), "--seed", "0", "--mode", mode,
-                         "--name", label, "--no-progress", "--concurrency", "2", "--types", "signature")
+                         "--name", label, "--no-progress", "--concurrency", "2", "--types", types)
         except CommandError as exc:
             return str(exc)
     return Evaluation.objects.get(name=label).metrics
@@ -119,6 +120,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kgs", nargs="+", choices=["umls", "kinships", "nations", "fb-subset"])
     parser.add_argument("--n", type=int, default=400, help="test triples and negatives verified per KG and mode")
+    parser.add_argument("--types", choices=["signature", "role"], default="signature",
+                        help="negatives: an entity of the same relation signature (default), or one seen in the same "
+                             "role of the relation (every test triple of a KG without declared types has one)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     confidence.seed_shipped_models()
@@ -129,7 +133,7 @@ def main() -> None:
             if not KnowledgeGraph.objects.filter(name=name, version__gt=0).exists():
                 call_command("onboard", str(kg_file), "--name", name, "--no-progress")
             onboarding = Onboarding.objects.filter(name=name, status=Onboarding.Status.FINISHED).order_by("-pk").first()
-            figures = {mode: evaluate(name, test, mode, args.n) for mode in ("evidence", "embedding")}
+            figures = {mode: evaluate(name, test, mode, args.n, args.types) for mode in ("evidence", "embedding")}
             rows.append((name, onboarding, figures))
     for name, onboarding, figures in rows:
         print(f"\n{name}")
