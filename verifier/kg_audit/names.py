@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from django.db import connection
 from django.db.models import F, Q
 
 from verifier.memory import encoder
@@ -37,20 +36,15 @@ def embed_names(kg: KnowledgeGraph, *, report: Callable[[int, int], None] | None
     ``report(done, total)`` after each batch. Returns how many were embedded."""
     if named(kg).count() > MAX_NAMED:
         return 0
-    missing = list(named(kg).filter(embedding__isnull=True).values_list("pk", "label", "description"))
+    missing = list(named(kg).filter(embedding__isnull=True).only("pk", "label", "description"))
     for start in range(0, len(missing), BATCH):
         batch = missing[start:start + BATCH]
-        vectors = encoder.encode([text_of(label, description) for _, label, description in batch])
-        with connection.cursor() as cursor:
-            cursor.executemany(f"UPDATE {Entity._meta.db_table} SET embedding = %s::vector WHERE id = %s",
-                               [(_literal(vector), pk) for (pk, _, _), vector in zip(batch, vectors, strict=True)])
+        for entity, vector in zip(batch, encoder.encode([text_of(e.label, e.description) for e in batch]), strict=True):
+            entity.embedding = vector
+        Entity.objects.bulk_update(batch, ["embedding"], batch_size=1000)
         if report:
             report(start + len(batch), len(missing))
     return len(missing)
-
-
-def _literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]"
 
 
 def name_vectors(kg: KnowledgeGraph, entity_rows: np.ndarray) -> np.ndarray | None:
