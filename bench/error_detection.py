@@ -47,9 +47,9 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db.models import F  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
+from verifier.kg_audit.names import named  # noqa: E402
 from verifier.kg_audit.pipeline import run_here, scores, start_audit  # noqa: E402
 from verifier.models import Entity, KnowledgeGraph, Relation, StructuralModel  # noqa: E402
 from verifier.structure.training import train  # noqa: E402
@@ -146,11 +146,6 @@ def load(name: str, triples: list, noise: dict, *, names_of: str | None = None) 
     return KnowledgeGraph.objects.get(name=name)
 
 
-def has_names(kg: KnowledgeGraph) -> bool:
-    return Entity.objects.filter(kg=kg).exclude(description="").exists() or \
-        Entity.objects.filter(kg=kg).exclude(label=F("external_id")).exists()
-
-
 def table(ranked_noise_kind: np.ndarray, kinds: list[str], original: int) -> list[str]:
     """Lines of P@K / R@K (pooled) and the per-kind recall at K = 1..5% of ``original``."""
     total = int((ranked_noise_kind != "").sum())
@@ -180,7 +175,7 @@ def main() -> None:
     print(f"{args.dataset}: {len(triples):,} triples, {len(noise):,} injected ({args.noise:.0%}) as {name}", flush=True)
     timings = {}
     kg = KnowledgeGraph.objects.filter(name=name).first()
-    if not (args.reuse and kg is not None and (names_of is None or has_names(kg))):
+    if not (args.reuse and kg is not None and (names_of is None or named(kg).exists())):
         started = time.monotonic()
         kg = load(name, triples, noise, names_of=names_of)
         timings["load"] = time.monotonic() - started
