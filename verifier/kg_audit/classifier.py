@@ -29,7 +29,7 @@ from verifier.structure.fitting import corruptions
 from verifier.structure.folds import fold_of
 
 KINDS = ("replaced", "random", "same type", "popular")
-FACTS = 20_000  # facts sampled to learn from (as many corruptions beside them)
+FACTS = 60_000  # facts sampled to learn from (as many corruptions beside them)
 TREES = {"max_iter": 300, "learning_rate": 0.08, "max_leaf_nodes": 31, "l2_regularization": 1.0, "min_samples_leaf": 40}
 SEED = 0
 

@@ -15,14 +15,15 @@ import numpy as np
 import torch
 
 from verifier.kg_audit.graph import GRAPH_FEATURES, GraphIndex
-from verifier.kg_audit.names import name_vectors
+from verifier.kg_audit.names import NameContext, name_vectors
 from verifier.models import Entity, KnowledgeGraph, Relation, StructuralModel
 from verifier.structure import scoring
 from verifier.structure.dataset import kg_triples
 from verifier.structure.folds import fold_of
 
 EMBEDDING_FEATURES = ["tail_log_p", "head_log_p", "tail_rank", "head_rank"]
-NAME_FEATURES = ["name_similarity"]  # cosine of the ends' "label, description" embeddings
+# The cosine of the ends' "label, description" embeddings, and of each end's with its peers' (NameContext).
+NAME_FEATURES = ["name_similarity", *NameContext.FEATURES]
 FEATURES = GRAPH_FEATURES + NAME_FEATURES + EMBEDDING_FEATURES
 # Above this many entities a triple's score is compared with a fixed sample of them, not with every one.
 FULL_SOFTMAX_ENTITIES = 50_000
@@ -41,6 +42,7 @@ class AuditView:
     graph: GraphIndex
     loaded: scoring.LoadedModel | None
     names: np.ndarray | None = None  # each entity index's unit name vector (NaN: unnamed), None: no names
+    peers: NameContext | None = None
 
     def to_indices(self, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
@@ -52,15 +54,16 @@ class AuditView:
         triple's name similarity NaN when an end has no name."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
         indices = self.to_indices(rows)
-        described = self.graph.describe(indices).features
-        similarity = np.full((len(rows), 1), np.nan, dtype=np.float32)
+        described = self.graph.describe(indices)
+        similarity = np.full((len(rows), len(NAME_FEATURES)), np.nan, dtype=np.float32)
         if self.names is not None and len(rows):
             heads, tails = self.names[indices[:, 0]], self.names[indices[:, 2]]
             similarity[:, 0] = np.einsum("ij,ij->i", heads.astype(np.float32), tails.astype(np.float32))
+            similarity[:, 1:] = self.peers.describe(indices, described.in_kg)
         embedding = np.full((len(rows), len(EMBEDDING_FEATURES)), np.nan, dtype=np.float32)
         if self.loaded is not None and len(rows):
             embedding = self._embedding(rows)
-        return np.hstack([described, similarity, embedding])
+        return np.hstack([described.features, similarity, embedding])
 
     def _embedding(self, rows: np.ndarray) -> np.ndarray:
         """Each triple by the network of its fold: log p(tail | head, relation) and log p(head | tail, relation⁻¹) over
@@ -148,6 +151,8 @@ def view_of(kg: KnowledgeGraph, model: StructuralModel | None) -> AuditView:
         view.graph = GraphIndex(view.to_indices(rows), len(entity_rows), len(relation_rows), primary_types(kg, entity_rows))
         view.loaded = scoring.loaded(model) if model is not None else None
         view.names = name_vectors(kg, entity_rows)
+        if view.names is not None:
+            view.peers = NameContext(view.graph.triples, view.names, len(relation_rows))
         _VIEWS.clear()
         _VIEWS[kg.pk] = view
         return view

@@ -15,7 +15,7 @@ from verifier.structure.rule_evidence import NEAR_FUNCTIONAL
 
 RARE_TYPE = 0.02  # a type this rare among a relation's subjects (values) is called outside its domain (range)
 UNLIKELY = 0.9  # a network that ranks this share of all entities above an end finds it unlikely
-UNRELATED = 0.1  # ends whose names are less alike than this are about unrelated things (2% of WordNet's facts are)
+UNRELATED = 0.1  # names less alike than this are about unrelated things (2% of WordNet's facts' ends, 1% of their peers)
 
 
 def _at(features: np.ndarray, name: str) -> float:
@@ -58,6 +58,14 @@ def reasons(features: np.ndarray, labels: tuple[str, str, str]) -> list[dict]:
     if not math.isnan(similarity) and similarity < UNRELATED:
         add("unrelated-names", f"the names and descriptions of {head} and {tail} have almost nothing in common "
                                f"(similarity {max(similarity, 0):.2f} of 1)")
+    like_co_subjects = _at(features, "head_like_co_subjects")
+    if not math.isnan(like_co_subjects) and like_co_subjects < UNRELATED:
+        add("unlike-subjects", f"{head} reads like none of the other subjects of “{relation}” with the value {tail} "
+                               f"(similarity {max(like_co_subjects, 0):.2f} of 1 with their names)")
+    like_co_values = _at(features, "tail_like_co_values")
+    if not math.isnan(like_co_values) and like_co_values < UNRELATED:
+        add("unlike-values", f"{tail} reads like none of {head}'s other values of “{relation}” "
+                             f"(similarity {max(like_co_values, 0):.2f} of 1 with their names)")
     if not other_tails and not _count(_at(features, "head_as_tail")):
         add("new-subject", f"{head} has no other “{relation}” in the KG")
     if not _count(_at(features, "pair_links")):

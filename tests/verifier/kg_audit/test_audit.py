@@ -16,7 +16,7 @@ from verifier.kg.sources import EntityRecord, KGSource
 from verifier.kg_audit import exports
 from verifier.kg_audit.features import FEATURES
 from verifier.kg_audit.graph import GRAPH_FEATURES, GraphIndex
-from verifier.kg_audit.names import embed_names, named
+from verifier.kg_audit.names import NameContext, embed_names, named
 from verifier.kg_audit.pipeline import AuditError, prepare, queue_suspects, run_here, score_chunk, scores, start_audit
 from verifier.kg_audit.reasons import reasons
 from verifier.models import AuditChunk, AuditEvent, KGAudit, KnowledgeGraph, StructuralModel, Suspect, VerificationTask
@@ -155,6 +155,18 @@ def test_a_triple_whose_ends_are_about_unrelated_things_says_so():
     assert "unrelated-names" not in {r["code"] for r in reasons(row, labels)}
 
 
+def test_an_end_unlike_its_peers_says_so():
+    row = np.zeros(len(FEATURES), dtype=np.float32)
+    labels = ("stool", "hypernym", "Saxony")
+    row[FEATURES.index("head_like_co_subjects")], row[FEATURES.index("tail_like_co_values")] = 0.04, 0.6
+    said = {r["code"]: r["text"] for r in reasons(row, labels)}
+    assert said["unlike-subjects"] == ("stool reads like none of the other subjects of “hypernym” with the value Saxony "
+                                       "(similarity 0.04 of 1 with their names)")
+    assert "unlike-values" not in said
+    row[FEATURES.index("head_like_co_subjects")] = math.nan  # no other subject, or no name: nothing to say
+    assert "unlike-subjects" not in {r["code"] for r in reasons(row, labels)}
+
+
 def test_a_fact_and_a_corruption_with_the_same_types_get_the_same_type_shares():
     """Type shares count the triple alike whether the KG holds it or not: a fact one count below every corruption of
     its types would tell a classifier which triples the KG holds, and rank the KG's own errors with its facts."""
@@ -166,3 +178,24 @@ def test_a_fact_and_a_corruption_with_the_same_types_get_the_same_type_shares():
     assert described.in_kg.tolist() == [True, False]
     shares = {name: described.features[:, GRAPH_FEATURES.index(name)].tolist() for name in ("head_type_share", "tail_type_share")}
     assert shares == {"head_type_share": [0.75, 0.75], "tail_type_share": [1.0, 1.0]}
+
+
+def test_an_end_is_compared_with_the_names_of_its_peers_the_triple_itself_left_out():
+    """Each end against the mean name of those playing its part: a fact is described as the KG without it would
+    describe it, as a triple the KG lacks is."""
+    # Names on two axes: genera (x) and verbs (y). Genera 0-2 are filed under "plant genus" (3); verb 4 is not.
+    vectors = np.array([[1, 0], [1, 0], [0.8, 0.6], [1, 0], [0, 1], [np.nan, np.nan]], dtype=np.float16)
+    triples = np.array([[0, 0, 3], [1, 0, 3], [2, 0, 3], [5, 0, 3]])  # relation 0: hypernym; 5 has no name
+    context = NameContext(triples, vectors, num_relations=1)
+    at = {name: i for i, name in enumerate(NameContext.FEATURES)}
+    described = context.describe(np.array([[2, 0, 3], [4, 0, 3]]), np.array([True, False]))
+    # Genus 2 reads fairly like the other genera filed under 3 (0 and 1, itself left out); verb 4 little like them.
+    assert described[0, at["head_like_co_subjects"]] == pytest.approx(0.8, abs=1e-3)
+    assert described[0, at["head_like_subjects"]] == pytest.approx(0.8, abs=1e-3)
+    assert described[1, at["head_like_co_subjects"]] < 0.25
+    # The fact described as the KG without it describes it.
+    without = NameContext(triples[[0, 1, 3]], vectors, num_relations=1).describe(np.array([[2, 0, 3]]), np.array([False]))
+    assert described[0].tolist() == pytest.approx(without[0].tolist(), nan_ok=True, abs=1e-3)
+    # 3 is no subject's other value, and 5 has no name: nothing to compare.
+    assert math.isnan(described[0, at["tail_like_co_values"]])
+    assert math.isnan(context.describe(np.array([[5, 0, 3]]), np.array([True]))[0, at["head_like_subjects"]])
