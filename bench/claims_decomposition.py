@@ -18,6 +18,10 @@ and so does the denial; each expected part is matched once. Printed per subset a
 kept), recall (matched / expected), the same without the denial, the claims whose parts are exactly the expected
 ones, the expected-empty claims refused, and the seconds per claim. With ``--out`` each claim's outcome and the
 model's reply are appended as it is done, and a stopped run resumes there. It asserts nothing.
+
+``--replay FILE`` reads the claims and the model's replies an earlier ``--out`` recorded and reads each reply back
+again, no model asked: a change to the read-back measured on the very replies it was measured on before (the
+seconds per claim are the recorded run's).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import django  # noqa: E402
 django.setup()
 
 from kgv_web.embedded_llm import provide_local_llm  # noqa: E402
+from verifier.agent.llm import Completion  # noqa: E402
 from verifier.claims.decompose import decompose  # noqa: E402
 from verifier.claims.grounding import ClaimRefused  # noqa: E402
 from verifier.claims.subgraph import SubgraphError, is_unknown  # noqa: E402
@@ -85,6 +90,27 @@ def kept_parts(kg: KnowledgeGraph, text: str, llm) -> dict:
             "written": decomposition.written, "left_out": [item.as_dict() for item in decomposition.left_out]}
 
 
+class Recorded:
+    """The reply an earlier run recorded, given again in place of the model's."""
+
+    supports_grammar = False
+
+    def __init__(self, reply: str):
+        self.reply = reply
+
+    def complete(self, messages, **options) -> Completion:
+        return Completion(self.reply, 0, 0, "recorded", 0.0, "stop")
+
+
+def replayed(kg: KnowledgeGraph, row: dict) -> dict:
+    """A recorded row read back again with the current code."""
+    out = kept_parts(kg, row["claim"], Recorded(row["written"])) if row["written"] else {}
+    row = {**row, **out}
+    row["matched"] = matched(row["kept"], row["expected"])
+    row["matched_any_polarity"] = matched(row["kept"], row["expected"], polarity=False)
+    return row
+
+
 def figures(rows: list[dict]) -> dict:
     kept = sum(len(r["kept"]) for r in rows)
     expected = sum(len(r["expected"]) for r in rows)
@@ -108,10 +134,16 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="the first N claims (of the subset)")
     parser.add_argument("--out", type=Path, help="append each claim's kept, expected and left-out parts and the model's "
                                                  "reply here (JSON Lines); the claims already there are not asked again")
+    parser.add_argument("--replay", type=Path, help="read back the replies an earlier --out recorded, no model asked")
     args = parser.parse_args()
     kg = KnowledgeGraph.objects.filter(name=args.kg, version__gt=0).first()
     if kg is None:
         sys.exit(f"the KG {args.kg!r} is not loaded: manage.py load_kg {args.kg} --no-kge")
+    if args.replay:
+        recorded = [json.loads(line) for line in args.replay.read_text(encoding="utf-8").splitlines() if line.strip()]
+        report([replayed(kg, row) for row in recorded if args.subset in (None, row["subset"])][:args.limit],
+               f"replies recorded in {args.replay}, read back again")
+        return
     items = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
     items = [i for i in items if args.subset in (None, i["subset"])][:args.limit]
     done = {}
@@ -139,11 +171,15 @@ def main() -> None:
         mark = "ok " if row["matched"] == len(row["kept"]) == len(item["parts"]) else "-- "
         print(f"{number:3}/{len(items)} {mark}{row['seconds']:5.1f}s {item['claim'][:70]}  kept {row['kept']}  "
               f"{row['ended'][:60]}", flush=True)
+    report(rows, f"{os.environ.get('LLM_MODEL', '')} at {os.environ.get('LLM_BASE_URL', '')}; {len(rows)} claims in "
+                 f"{time.perf_counter() - started:.0f} s")
+
+
+def report(rows: list[dict], source: str) -> None:
     by_subset = defaultdict(list)
     for row in rows:
         by_subset[row["subset"]].append(row)
-    print(f"\nModel: {os.environ.get('LLM_MODEL', '')} at {os.environ.get('LLM_BASE_URL', '')}; "
-          f"{len(rows)} claims in {time.perf_counter() - started:.0f} s")
+    print(f"\nModel: {source}")
     print("| subset | claims | expected parts | kept parts | precision | recall | precision (any denial) | "
           "recall (any denial) | exact claims | empty expected: refused | s/claim |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -8,6 +8,8 @@ decide its verdict. So a triple is kept only when
   longer name), two entities on different words, and it does not link an entity to itself;
 - the claim states its relation (verifier/claims/lexicon.py: the label, the label's words, a cue), its own
   names masked; a *weak* cue, such as the copula of "X is a singer", only where it stands between the entities;
+  and a relation stated in a main clause of its own ("…, and South Africa is a member of the Australia Group") is
+  stated of the subject that clause names, never of an entity named elsewhere;
 - with two named entities, they are of the kinds the relation links (each side shares a type with an entity on
   that side of one of the relation's KG triples), written the way round that fits;
 - each ``unknown_i`` is tied through kept triples to an entity the claim names. An unknown in a single triple (an
@@ -45,6 +47,8 @@ UNSTATED = "the claim does not say"
 # Where a clause ends: a semicolon, colon, bracket or dash, a comma before a conjunction or relative pronoun, "but".
 CLAUSE_BREAK = re.compile(r"[;:()\u2013\u2014]|,\s*(?:and|but|while|although|though|whereas|yet|who|which|whose|where|when)\b"
                           r"|\bbut\b")
+# The breaks that open a new main clause, with a subject of its own: "…, and South Africa is a member of …".
+MAIN_CLAUSE_BREAK = re.compile(r";|,\s*(?:and|but|while|although|though|whereas|yet)\b|\bbut\b")
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)  # a word of two letters or more
 NEGATION = re.compile(r"\b(?:no longer|not(?! only)|never|neither|nor|none|no)\b|n't\b")
 # What an unknown of an existence claim stands for: an indefinite phrase the claim does not name.
@@ -124,6 +128,7 @@ class Reading:
         every_name = _masked(_lowered(text), [span for spans in found.values() for span in spans])
         self.negations = [m.start() for m in NEGATION.finditer(every_name)]
         self.breaks = [m.start() for m in CLAUSE_BREAK.finditer(every_name)]
+        self.main_breaks = {m.start() for m in MAIN_CLAUSE_BREAK.finditer(every_name)}
         self.indefinites = len(INDEFINITE.findall(every_name))
         # The words a relation is read from: names of two words or more masked, the negations blanked.
         longer = [span for spans in found.values() for span in spans if " " in text[span[0]:span[1]].strip()]
@@ -132,7 +137,7 @@ class Reading:
     def named(self, pk: int) -> bool:
         return bool(self.spans.get(pk))
 
-    def placed(self, positions: list[int], head: int | None, tail: int | None, *, weak: bool) -> bool:
+    def placed(self, positions: list[int], head: int | None, tail: int | None, *, weak: bool, subject: bool = True) -> bool:
         """Whether a relation's cue at ``positions`` can link the triple's entities where it stands: in the clause
         of the named object (of the named end, when the other is left unnamed) — for a weak cue also between the
         closest of the two names, or after the named subject / before the named object."""
@@ -141,12 +146,23 @@ class Reading:
             gap = min(max(a, c) - min(b, d) for a, b in heads for c, d in tails)
             closest = [(h, t) for h in heads for t in tails if max(h[0], t[0]) - min(h[1], t[1]) == gap]
             return any(self._clause(p) == self._clause(c) and (not weak or min(b, d) <= p < max(a, c))
+                       and (not subject or self._subject_is_an_end(p, (head, tail)))
                        for (a, b), (c, d) in closest for p in positions)
         return (any(self._clause(p) == self._clause(a) and (not weak or p >= b) for a, b in heads for p in positions)
                 or any(self._clause(p) == self._clause(a) and (not weak or p < a) for a, _ in tails for p in positions))
 
     def _clause(self, position: int) -> int:
         return sum(b < position for b in self.breaks)
+
+    def _subject_is_an_end(self, position: int, ends: tuple[int, int]) -> bool:
+        """False when the cue at ``position`` is in a new main clause ("…, and X is a member of Y") that names,
+        before the cue, only entities other than the triple's ends: that clause says it of its own subject."""
+        clause = self._clause(position)
+        if not clause or self.breaks[clause - 1] not in self.main_breaks:
+            return True
+        opened = self.breaks[clause - 1]
+        before = {pk for pk, spans in self.spans.items() if any(opened <= a < position for a, _ in spans)}
+        return not before or bool(before & set(ends))
 
     def apart(self, first: int, second: int) -> bool:
         """Whether two entities are named by different words of the claim (one name may stand for two entities)."""
@@ -168,12 +184,14 @@ class Reading:
                 stated.append((strength, sorted(found)))
         return stated
 
-    def states(self, relation_cues: RelationCues, head: int | None, tail: int | None) -> tuple[str, list[int]]:
+    def states(self, relation_cues: RelationCues, head: int | None, tail: int | None, *,
+               subject: bool = True) -> tuple[str, list[int]]:
         """How explicitly the claim states a relation between a triple's entities (None: left unnamed) with a cue
-        that stands where it can link them (``placed``), and where: ("", []) when it does not."""
+        that stands where it can link them (``placed``; ``subject=False``: whatever subject its clause names), and
+        where: ("", []) when it does not."""
         ends = tuple(pk for pk in (head, tail) if pk is not None)
         return next(((strength, positions) for strength, positions in self.stated(relation_cues, ends)
-                     if self.placed(positions, head, tail, weak=strength == WEAK)), ("", []))
+                     if self.placed(positions, head, tail, weak=strength == WEAK, subject=subject)), ("", []))
 
 
 def named_apart(text: str, names: dict[int, list[str]]) -> set[int]:
@@ -292,6 +310,8 @@ def _checked(triple: PseudoTriple, reading: Reading, entities: dict[str, Named],
         if strength and fit(relation.pk, h.pk, "head") and fit(relation.pk, t.pk, "tail"):
             found = PseudoTriple(triple.tail, triple.relation, triple.head, triple.negated) if turned else triple
             return _Candidate(found, strength, positions + _object_positions(found, reading, entities))
+    if not strength and reading.states(relation_cues, head.pk, tail.pk, subject=False)[0]:
+        return f"the claim says '{triple.relation}' in a clause about another subject"
     if not strength:
         return f"{UNSTATED} '{triple.relation}'"
     return f"{UNSTATED} '{triple.relation}' of them: '{head.label}' and '{tail.label}' are not what it links in the KG"

@@ -59,6 +59,18 @@ def test_the_model_cannot_deny_what_the_claim_asserts_and_a_denial_bears_on_its_
     assert _parts(both) == [("Q42", "P19", "Q350", False), ("Q42", "P69", "Q691283", True)]
 
 
+def test_a_relation_stated_of_another_clauses_subject_is_left_out(claims_kg):
+    """A conjunction of two subjects: the model put the first one on the second half, whose clause names its own."""
+    claim, _ = _decomposed(claims_kg, "Douglas Adams was born in Cambridge, and Paul McCartney studied at St John's College.",
+                           "Douglas Adams || place of birth || Cambridge\nDouglas Adams || educated at || St John's College")
+    assert _parts(claim) == [("Q42", "P19", "Q350", False)]
+    assert claim.left_out == [{"written": "Douglas Adams || educated at || St John's College",
+                               "reason": "the claim says 'educated at' in a clause about another subject"}]
+    elliptic, _ = _decomposed(claims_kg, "Douglas Adams was born in Cambridge, and studied at St John's College.",
+                              "Douglas Adams || place of birth || Cambridge\nDouglas Adams || educated at || St John's College")
+    assert _parts(elliptic) == [("Q42", "P19", "Q350", False), ("Q42", "P69", "Q691283", False)]
+
+
 def test_a_triple_linking_an_entity_to_itself_or_repeating_a_named_one_with_an_unknown_is_left_out(claims_kg):
     claim, _ = _decomposed(claims_kg, "Douglas Adams wrote The Hitchhiker's Guide to the Galaxy.",
                            "Douglas Adams || notable work || Douglas Adams\n"
