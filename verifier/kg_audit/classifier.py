@@ -1,11 +1,14 @@
 """How likely a triple is wrong, learnt without labels from the KG itself.
 
-The KG's own facts are the positives and corruptions of them the negatives, four kinds in equal shares: an
-element (head, relation or tail) replaced by a random one, an entirely random triple — the noise automatic
-extraction leaves — an entity of the same type in place of the head or the tail, and a value the relation
-takes for entities of the head's type: the errors that look most right. Gradient-boosted trees (scikit-learn)
-weigh the features (verifier/kg_audit/features.py) jointly; the KG's facts include its own errors, which the
-trees learn to place among the corruptions they resemble.
+The KG's own facts are the positives and corruptions of them the negatives, four kinds (``SHARES``): an element
+(head, relation or tail) replaced by a random one and an entirely random triple — the noise automatic extraction
+leaves — and, one in ten, an entity of the same type in place of the head or the tail or a value the relation
+takes for entities of the head's type: the errors that look most right. Those plausible corruptions are kept few:
+many facts look like them (a second value of a near-functional relation, an end little else supports), and given
+an equal share they teach the trees to rank such facts above the noise; one in ten keeps what they teach about
+plausible errors without that. Gradient-boosted trees (scikit-learn) weigh the features
+(verifier/kg_audit/features.py) jointly; the KG's facts include its own errors, which the trees learn to place
+among the corruptions they resemble.
 
 Two classifiers are fitted, each on the triples of one half (by a hash of the triple), and every triple is scored
 by the one fitted on the other half: no triple's score comes from a fit that saw it.
@@ -28,7 +31,8 @@ from verifier.structure.calibration import one_thread
 from verifier.structure.fitting import corruptions
 from verifier.structure.folds import fold_of
 
-KINDS = ("replaced", "random", "same type", "popular")
+SHARES = {"replaced": 0.45, "random": 0.45, "same type": 0.05, "popular": 0.05}  # of the corruptions
+KINDS = tuple(SHARES)
 FACTS = 60_000  # facts sampled to learn from (as many corruptions beside them)
 TREES = {"max_iter": 300, "learning_rate": 0.08, "max_leaf_nodes": 31, "l2_regularization": 1.0, "min_samples_leaf": 40}
 SEED = 0
@@ -65,15 +69,16 @@ def _random_corruptions(view: AuditView, facts: np.ndarray, n: int, rng: np.rand
 def training_set(view: AuditView, kg: KnowledgeGraph, *, facts: int = FACTS, seed: int = SEED) -> TrainingSet:
     rng = np.random.default_rng(seed)
     sampled = view.triples[np.sort(rng.choice(len(view.triples), min(facts, len(view.triples)), replace=False))]
-    share = max(1, len(sampled) // len(KINDS))
+    share = {kind: max(1, round(len(sampled) * fraction)) for kind, fraction in SHARES.items()}
     order = [tuple(map(int, t)) for t in sampled]
     random.Random(seed).shuffle(order)
+    plausible = share["same type"]
     made = {
-        "replaced": _random_corruptions(view, view.triples, share, rng, whole=False),
-        "random": _random_corruptions(view, view.triples, share, rng, whole=True),
-        "same type": np.array([row[:3] for row in corruptions(kg, order[:share])], dtype=np.int64).reshape(-1, 3),
-        "popular": np.array([row[:3] for row in corruptions(kg, order[share:2 * share], scheme="popular")],
-                            dtype=np.int64).reshape(-1, 3),
+        "replaced": _random_corruptions(view, view.triples, share["replaced"], rng, whole=False),
+        "random": _random_corruptions(view, view.triples, share["random"], rng, whole=True),
+        "same type": np.array([row[:3] for row in corruptions(kg, order[:plausible])], dtype=np.int64).reshape(-1, 3),
+        "popular": np.array([row[:3] for row in corruptions(kg, order[plausible:plausible + share["popular"]],
+                                                            scheme="popular")], dtype=np.int64).reshape(-1, 3),
     }
     negatives = np.concatenate(list(made.values()))
     kinds = np.concatenate([np.full(len(sampled), "fact")] + [np.full(len(made[k]), k) for k in KINDS])
