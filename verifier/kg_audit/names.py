@@ -71,6 +71,7 @@ class NameContext:
     fact and a triple the KG lacks are described alike. NaN where an end is unnamed or has no such peers."""
 
     FEATURES = ["head_like_subjects", "tail_like_values", "head_like_co_subjects", "tail_like_co_values"]
+    SLICE = 8192
 
     def __init__(self, triples: np.ndarray, vectors: np.ndarray, num_relations: int):
         self.vectors = np.nan_to_num(vectors.astype(np.float32))
@@ -114,8 +115,16 @@ class NameContext:
         return np.where((counts > 0) & (norms > 0) & self.is_named[end], out, np.nan).astype(np.float32)
 
     def describe(self, triples: np.ndarray, own: np.ndarray) -> np.ndarray:
-        """(n, 4) FEATURES of index triples; ``own``: whether each is a triple of the KG (left out of its peers)."""
-        h, r, t = np.asarray(triples, dtype=np.int64).reshape(-1, 3).T
+        """(n, 4) FEATURES of index triples; ``own``: whether each is a triple of the KG (left out of its peers). In
+        slices of ``SLICE`` triples, so memory stays a few name vectors per triple of one slice."""
+        triples = np.asarray(triples, dtype=np.int64).reshape(-1, 3)
+        out = np.full((len(triples), len(self.FEATURES)), np.nan, dtype=np.float32)
+        for start in range(0, len(triples), self.SLICE):
+            out[start:start + self.SLICE] = self._describe(triples[start:start + self.SLICE], own[start:start + self.SLICE])
+        return out
+
+    def _describe(self, triples: np.ndarray, own: np.ndarray) -> np.ndarray:
+        h, r, t = triples.T
         own = own.astype(np.float32)
         head_own = (own * self.is_named[h])[:, None]
         tail_own = (own * self.is_named[t])[:, None]
