@@ -76,6 +76,7 @@ class NameContext:
     def __init__(self, triples: np.ndarray, vectors: np.ndarray, num_relations: int):
         self.vectors = np.nan_to_num(vectors.astype(np.float32))
         self.is_named = ~np.isnan(vectors[:, 0])
+        self._named = self.is_named.astype(np.float32)  # 1 per named entity: counts the named by a product
         h, r, t = np.asarray(triples, dtype=np.int64).reshape(-1, 3).T
         entities = len(vectors)
         self.relations = num_relations
@@ -88,7 +89,7 @@ class NameContext:
 
     def _grouped(self, group: np.ndarray, member: np.ndarray, groups: int, entities: int) -> tuple[np.ndarray, np.ndarray]:
         matrix = sparse.csr_matrix((np.ones(len(group), dtype=np.float32), (group, member)), shape=(groups, entities))
-        return np.asarray(matrix @ self.vectors), np.asarray(matrix @ self.is_named.astype(np.float32)).ravel()
+        return np.asarray(matrix @ self.vectors), np.asarray(matrix @ self._named).ravel()
 
     @staticmethod
     def _keyed(keys: np.ndarray, member: np.ndarray, entities: int) -> tuple[np.ndarray, sparse.csr_matrix]:
@@ -105,7 +106,7 @@ class NameContext:
         counts = np.zeros(len(keys), dtype=np.float32)
         if rows is not None:
             sums[found] = rows @ self.vectors
-            counts[found] = np.asarray(rows @ self.is_named.astype(np.float32)).ravel()
+            counts[found] = np.asarray(rows @ self._named).ravel()
         return sums, counts
 
     def _cosine(self, end: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:

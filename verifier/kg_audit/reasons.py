@@ -54,18 +54,18 @@ def reasons(features: np.ndarray, labels: tuple[str, str, str]) -> list[dict]:
     if not math.isnan(head_rank) and head_rank >= UNLIKELY:
         add("model-head", f"the structural model ranks {head} below {head_rank:.0%} of all entities as a subject of "
                           f"“{relation}” with the value {tail}")
-    similarity = _at(features, "name_similarity")
-    if not math.isnan(similarity) and similarity < UNRELATED:
-        add("unrelated-names", f"the names and descriptions of {head} and {tail} have almost nothing in common "
-                               f"(similarity {max(similarity, 0):.2f} of 1)")
-    like_co_subjects = _at(features, "head_like_co_subjects")
-    if not math.isnan(like_co_subjects) and like_co_subjects < UNRELATED:
-        add("unlike-subjects", f"{head} reads like none of the other subjects of “{relation}” with the value {tail} "
-                               f"(similarity {max(like_co_subjects, 0):.2f} of 1 with their names)")
-    like_co_values = _at(features, "tail_like_co_values")
-    if not math.isnan(like_co_values) and like_co_values < UNRELATED:
-        add("unlike-values", f"{tail} reads like none of {head}'s other values of “{relation}” "
-                             f"(similarity {max(like_co_values, 0):.2f} of 1 with their names)")
+    unrelated = {  # name features below UNRELATED, each with what it says
+        "name_similarity": ("unrelated-names", f"the names and descriptions of {head} and {tail} have almost nothing in "
+                                               "common (similarity {:.2f} of 1)"),
+        "head_like_co_subjects": ("unlike-subjects", f"{head} reads like none of the other subjects of “{relation}” with "
+                                                     f"the value {tail} (similarity {{:.2f}} of 1 with their names)"),
+        "tail_like_co_values": ("unlike-values", f"{tail} reads like none of {head}'s other values of “{relation}” "
+                                                 "(similarity {:.2f} of 1 with their names)"),
+    }
+    for name, (code, text) in unrelated.items():
+        similarity = _at(features, name)
+        if not math.isnan(similarity) and similarity < UNRELATED:
+            add(code, text.format(max(similarity, 0)))
     if not other_tails and not _count(_at(features, "head_as_tail")):
         add("new-subject", f"{head} has no other “{relation}” in the KG")
     if not _count(_at(features, "pair_links")):
