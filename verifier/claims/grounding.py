@@ -44,11 +44,11 @@ MIN_WORDS = 3
 MASK = "§"
 LABEL, STRONG, WEAK = "label", "strong", "weak"  # how a claim states a relation, most explicit first
 UNSTATED = "the claim does not say"
+_CONJUNCTION = "and|but|while|although|though|whereas|yet"
 # Where a clause ends: a semicolon, colon, bracket or dash, a comma before a conjunction or relative pronoun, "but".
-CLAUSE_BREAK = re.compile(r"[;:()\u2013\u2014]|,\s*(?:and|but|while|although|though|whereas|yet|who|which|whose|where|when)\b"
-                          r"|\bbut\b")
+CLAUSE_BREAK = re.compile(rf"[;:()\u2013\u2014]|,\s*(?:{_CONJUNCTION}|who|which|whose|where|when)\b|\bbut\b")
 # The breaks that open a new main clause, with a subject of its own: "…, and South Africa is a member of …".
-MAIN_CLAUSE_BREAK = re.compile(r";|,\s*(?:and|but|while|although|though|whereas|yet)\b|\bbut\b")
+MAIN_CLAUSE_BREAK = re.compile(rf";|,\s*(?:{_CONJUNCTION})\b|\bbut\b")
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)  # a word of two letters or more
 NEGATION = re.compile(r"\b(?:no longer|not(?! only)|never|neither|nor|none|no)\b|n't\b")
 # What an unknown of an existence claim stands for: an indefinite phrase the claim does not name.
